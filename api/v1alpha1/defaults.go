@@ -1,0 +1,78 @@
+package v1alpha1
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// Defaults of optional fields.
+const (
+	DefaultRequestCPUMilli    int64 = 250
+	DefaultRequestMemoryBytes int64 = 256 << 20
+	DefaultRequestTasks       int64 = 32
+	DefaultMaxLive            int64 = 8
+	DefaultPreparedTTL              = 5 * time.Second
+)
+
+func int64Default(p **int64, v int64) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+func levelDefault(l *Level) {
+	if *l == "" {
+		*l = LevelAccounted
+	}
+}
+
+// Default fills omitted fields of the profile.
+func (p *Profile) Default() {
+	if p.Spec.Isolation == "" {
+		p.Spec.Isolation = IsolationCgroup
+	}
+	if p.Spec.Orphans == "" {
+		p.Spec.Orphans = OrphansKeep
+	}
+}
+
+// Default fills omitted fields of the workspace. A root with redundant
+// separators or dot elements is cleaned.
+func (w *Workspace) Default() {
+	s := &w.Spec
+	if s.Root != "" {
+		s.Root = filepath.Clean(s.Root)
+	}
+	if s.Network.Policy == "" {
+		s.Network.Policy = NetworkOpen
+	}
+	if s.Exec.Allow == nil {
+		allow := true
+		s.Exec.Allow = &allow
+	}
+	int64Default(&s.Processes.MaxLive, DefaultMaxLive)
+	if s.Resources == nil {
+		s.Resources = &ResourcesSpec{Participation: ParticipationNone}
+	}
+	if s.Resources.Request == nil {
+		s.Resources.Request = &ResourceRequest{}
+	}
+	r := s.Resources.Request
+	int64Default(&r.CPUMilli, DefaultRequestCPUMilli)
+	int64Default(&r.MemoryBytes, DefaultRequestMemoryBytes)
+	int64Default(&r.Tasks, DefaultRequestTasks)
+	if r.Minimum == nil {
+		r.Minimum = &MinimumLevels{}
+	}
+	levelDefault(&r.Minimum.CPU)
+	levelDefault(&r.Minimum.Memory)
+	levelDefault(&r.Minimum.PIDs)
+}
+
+// Default fills omitted fields of the host. Omitted capacity stays omitted:
+// it is measured from the machine, not defaulted.
+func (h *Host) Default() {
+	if h.Spec.PreparedTTL == nil {
+		h.Spec.PreparedTTL = &Duration{DefaultPreparedTTL}
+	}
+}

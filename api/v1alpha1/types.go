@@ -1,0 +1,386 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"time"
+)
+
+// Group, Version and APIVersion name this API.
+const (
+	Group      = "marshal.dev"
+	Version    = "v1alpha1"
+	APIVersion = Group + "/" + Version
+)
+
+// Kinds served by this API version.
+const (
+	KindProfile   = "Profile"
+	KindWorkspace = "Workspace"
+	KindHost      = "Host"
+)
+
+// Kinds lists every kind of this API version in sorted order.
+var Kinds = []string{KindHost, KindProfile, KindWorkspace}
+
+// TypeMeta is the envelope every manifest starts with.
+type TypeMeta struct {
+	// APIVersion must be "marshal.dev/v1alpha1".
+	APIVersion string `json:"apiVersion"`
+	// Kind is one of Profile, Workspace, Host.
+	Kind string `json:"kind"`
+}
+
+// ObjectMeta names an object.
+type ObjectMeta struct {
+	// Name identifies the object among those of its kind. Required: a
+	// DNS-1123 label (lowercase letters, digits and '-', starting and
+	// ending with a letter or digit), at most 63 characters.
+	Name string `json:"name"`
+	// Labels are free key/value pairs for people and tools, with
+	// Kubernetes label syntax. Optional.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Generation counts changes to the spec. Set by marshald; a manifest
+	// must not declare it.
+	Generation int64 `json:"generation,omitempty"`
+	// CreationTimestamp is when marshald first saw the object. Set by
+	// marshald; a manifest must not declare it.
+	CreationTimestamp time.Time `json:"creationTimestamp,omitzero"`
+}
+
+// Object is what every kind of this API version implements.
+type Object interface {
+	// GetTypeMeta returns the object's envelope.
+	GetTypeMeta() *TypeMeta
+	// GetObjectMeta returns the object's metadata.
+	GetObjectMeta() *ObjectMeta
+	// Default fills every omitted optional field with its default.
+	Default()
+	// Validate checks the object as written, before defaulting.
+	Validate() ErrorList
+}
+
+// Isolation says how a profile's agents are separated from the host.
+type Isolation string
+
+const (
+	// IsolationCgroup identifies and limits an agent's process tree with a
+	// cgroup per launch.
+	IsolationCgroup Isolation = "cgroup"
+	// IsolationNetns adds a network namespace that enforces the network
+	// policy. Accepted by the API; not yet enforced by marshald.
+	IsolationNetns Isolation = "netns"
+)
+
+// OrphanPolicy says what happens to live agents when their profile is
+// deleted.
+type OrphanPolicy string
+
+const (
+	// OrphansKeep leaves live agents running; they keep their scope.
+	OrphansKeep OrphanPolicy = "keep"
+	// OrphansStop kills every live agent of the deleted profile.
+	OrphansStop OrphanPolicy = "stop"
+)
+
+// Profile is an agent identity class: every agent launched under it runs in
+// a scope named after it, inside the profile's slice, which carries the
+// profile's limits.
+type Profile struct {
+	TypeMeta `json:",inline"`
+	// Metadata names the profile. The name is part of every scope name.
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is the desired state.
+	Spec ProfileSpec `json:"spec"`
+	// Status is the observed state, written by marshald.
+	Status ProfileStatus `json:"status,omitzero"`
+}
+
+// ProfileSpec is the desired state of a Profile.
+type ProfileSpec struct {
+	// Isolation is how agents of this profile are separated: "cgroup"
+	// (identify and limit the process tree) or "netns" (also enforce the
+	// network policy; not yet enforced). Default "cgroup".
+	Isolation Isolation `json:"isolation,omitempty"`
+	// Limits are kernel limits on the profile's slice, shared by all its
+	// agents together. Omitted: no limits.
+	Limits *Limits `json:"limits,omitempty"`
+	// Orphans says what happens to live agents when the profile is
+	// deleted: "keep" them running or "stop" them. Default "keep".
+	Orphans OrphanPolicy `json:"orphans,omitempty"`
+}
+
+// Limits caps the resources of a group of processes. Each field is
+// optional; an omitted field is not limited.
+type Limits struct {
+	// CPUMilli is CPU time in thousandths of a core (1000 = one full
+	// core). A positive integer.
+	CPUMilli *int64 `json:"cpu_milli,omitempty"`
+	// MemoryBytes is the memory limit in bytes. A positive integer.
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// Tasks is the maximum number of processes and threads. A positive
+	// integer.
+	Tasks *int64 `json:"tasks,omitempty"`
+}
+
+// Workspace is a directory where agents of one profile may run, with the
+// policy for what they may execute and the resources each execution asks
+// for.
+type Workspace struct {
+	TypeMeta `json:",inline"`
+	// Metadata names the workspace; `marshalctl run -w NAME` uses it.
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is the desired state.
+	Spec WorkspaceSpec `json:"spec"`
+	// Status is the observed state, written by marshald.
+	Status WorkspaceStatus `json:"status,omitzero"`
+}
+
+// WorkspaceSpec is the desired state of a Workspace.
+type WorkspaceSpec struct {
+	// Root is the workspace's directory, where executions start. Required:
+	// an absolute path. The workspace is Ready only while it is an
+	// existing directory.
+	Root string `json:"root"`
+	// Profile names the Profile that agents of this workspace run under.
+	// Required. A profile that does not exist keeps the workspace from
+	// being Ready; it is not a load error.
+	Profile string `json:"profile"`
+	// Network is the network policy, part of the meaning of every
+	// execution.
+	Network NetworkSpec `json:"network,omitzero"`
+	// Exec is the execution policy.
+	Exec ExecSpec `json:"exec,omitzero"`
+	// Processes bounds the live processes of the workspace.
+	Processes ProcessesSpec `json:"processes,omitzero"`
+	// Resources says whether executions go through admission and what
+	// each one requests. Omitted: participation "none".
+	Resources *ResourcesSpec `json:"resources,omitempty"`
+}
+
+// NetworkPolicy is what network access executions of a workspace have.
+type NetworkPolicy string
+
+// NetworkOpen lets executions use the host's network as it is. It is the
+// only policy until netns isolation is enforced.
+const NetworkOpen NetworkPolicy = "open"
+
+// NetworkSpec is a workspace's network policy.
+type NetworkSpec struct {
+	// Policy is the network policy: "open". Default "open".
+	Policy NetworkPolicy `json:"policy,omitempty"`
+}
+
+// ExecSpec is a workspace's execution policy.
+type ExecSpec struct {
+	// Allow permits executions in this workspace. Default true.
+	Allow *bool `json:"allow,omitempty"`
+	// Argv0 is an allow-list of commands: when not empty, argv[0] of an
+	// execution must equal one of its entries. Empty: any command.
+	Argv0 []string `json:"argv0,omitempty"`
+	// Env is extra environment for executions, added to the caller's.
+	// Keys are environment variable names (no '=', no NUL).
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// ProcessesSpec bounds a workspace's live processes.
+type ProcessesSpec struct {
+	// MaxLive is the number of live-process slots: executions that may
+	// run at once, counting those being prepared. A positive integer.
+	// Default 8.
+	MaxLive *int64 `json:"max_live,omitempty"`
+}
+
+// Participation says whether executions of a workspace go through the
+// admission authority.
+type Participation string
+
+const (
+	// ParticipationRequired never runs an execution without a reservation.
+	ParticipationRequired Participation = "required"
+	// ParticipationOptional asks for a reservation and, when denied or
+	// when the authority cannot answer, runs unaccounted and says so.
+	ParticipationOptional Participation = "optional"
+	// ParticipationNone runs executions without asking.
+	ParticipationNone Participation = "none"
+)
+
+// ResourcesSpec is a workspace's participation in admission.
+type ResourcesSpec struct {
+	// Participation is "required", "optional" or "none". Required
+	// whenever resources is present.
+	Participation Participation `json:"participation"`
+	// Request is what each execution reserves.
+	Request *ResourceRequest `json:"request,omitempty"`
+}
+
+// Level is how firmly a resource request is held, ordered
+// accounted < cooperative < kernel.
+type Level string
+
+const (
+	// LevelAccounted is bookkeeping in the authority's ledger.
+	LevelAccounted Level = "accounted"
+	// LevelCooperative is scheduling priority, not a limit (cpu only).
+	LevelCooperative Level = "cooperative"
+	// LevelKernel is a cgroup controller limit on the agent's scope.
+	LevelKernel Level = "kernel"
+)
+
+// Rank orders levels: accounted 1, cooperative 2, kernel 3, anything
+// else 0.
+func (l Level) Rank() int {
+	switch l {
+	case LevelAccounted:
+		return 1
+	case LevelCooperative:
+		return 2
+	case LevelKernel:
+		return 3
+	}
+	return 0
+}
+
+// ResourceRequest is what one execution reserves, and the least firm level
+// at which each resource must be held.
+type ResourceRequest struct {
+	// CPUMilli is CPU in thousandths of a core. A positive integer.
+	// Default 250.
+	CPUMilli *int64 `json:"cpu_milli,omitempty"`
+	// MemoryBytes is memory in bytes. A positive integer. Default
+	// 268435456 (256 MiB).
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// Tasks is processes and threads. A positive integer. Default 32.
+	Tasks *int64 `json:"tasks,omitempty"`
+	// Minimum is the least level per resource; a host that cannot give it
+	// refuses the execution with RESOURCE_POLICY_UNSUPPORTED.
+	Minimum *MinimumLevels `json:"minimum,omitempty"`
+}
+
+// MinimumLevels is the least level per resource.
+type MinimumLevels struct {
+	// CPU is "accounted", "cooperative" or "kernel". Default "accounted".
+	CPU Level `json:"cpu,omitempty"`
+	// Memory is "accounted" or "kernel". Default "accounted".
+	Memory Level `json:"memory,omitempty"`
+	// PIDs is "accounted" or "kernel". Default "accounted".
+	PIDs Level `json:"pids,omitempty"`
+}
+
+// Host declares the capacity the admission authority may reserve on this
+// machine. At most one Host may be declared.
+type Host struct {
+	TypeMeta `json:",inline"`
+	// Metadata names the host object (conventionally "local").
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is the desired state.
+	Spec HostSpec `json:"spec"`
+	// Status is the observed state, written by marshald.
+	Status HostStatus `json:"status,omitzero"`
+}
+
+// HostSpec is the desired state of the Host.
+type HostSpec struct {
+	// Capacity is what the authority may reserve in all. Omitted, or a
+	// field of it omitted: measured from the machine.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	// PreparedTTL is how long an admitted execution may wait to be
+	// launched before its reservation expires. A positive Go duration
+	// ("5s", "1m"). Default 5s.
+	PreparedTTL *Duration `json:"prepared_ttl,omitempty"`
+}
+
+// Capacity is a host's reservable work capacity. Each field is optional;
+// an omitted field is measured.
+type Capacity struct {
+	// CPUMilli is CPU in thousandths of a core. A positive integer.
+	CPUMilli *int64 `json:"cpu_milli,omitempty"`
+	// MemoryBytes is memory in bytes. A positive integer.
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// Tasks is processes and threads. A positive integer.
+	Tasks *int64 `json:"tasks,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("5s").
+type Duration struct {
+	time.Duration
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) {
+	return []byte(d.Duration.String()), nil
+}
+
+// UnmarshalText reads a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("must be a duration such as 5s or 1m30s, got %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Status is the observed state of an object, written by marshald.
+type Status struct {
+	// ObservedGeneration is the generation of the spec the status
+	// describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions are the latest observations of the object's state.
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// ConditionStatus is True, False or Unknown.
+type ConditionStatus string
+
+// Condition statuses.
+const (
+	ConditionTrue    ConditionStatus = "True"
+	ConditionFalse   ConditionStatus = "False"
+	ConditionUnknown ConditionStatus = "Unknown"
+)
+
+// Condition is one aspect of an object's state, as in Kubernetes.
+type Condition struct {
+	// Type names the aspect, in CamelCase (Ready, Invalid).
+	Type string `json:"type"`
+	// Status is True, False or Unknown.
+	Status ConditionStatus `json:"status"`
+	// Reason is a CamelCase word saying why.
+	Reason string `json:"reason,omitempty"`
+	// Message says why in words.
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when Status last changed.
+	LastTransitionTime time.Time `json:"lastTransitionTime,omitzero"`
+	// ObservedGeneration is the spec generation this condition was set
+	// for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+func (p *Profile) GetTypeMeta() *TypeMeta     { return &p.TypeMeta }
+func (p *Profile) GetObjectMeta() *ObjectMeta { return &p.Metadata }
+func (w *Workspace) GetTypeMeta() *TypeMeta   { return &w.TypeMeta }
+func (w *Workspace) GetObjectMeta() *ObjectMeta {
+	return &w.Metadata
+}
+func (h *Host) GetTypeMeta() *TypeMeta     { return &h.TypeMeta }
+func (h *Host) GetObjectMeta() *ObjectMeta { return &h.Metadata }
+
+var (
+	_ Object = (*Profile)(nil)
+	_ Object = (*Workspace)(nil)
+	_ Object = (*Host)(nil)
+)
+
+// New returns an empty object of kind with its envelope set, or nil when
+// the kind is not served by this version.
+func New(kind string) Object {
+	switch kind {
+	case KindProfile:
+		return &Profile{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
+	case KindWorkspace:
+		return &Workspace{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
+	case KindHost:
+		return &Host{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
+	}
+	return nil
+}

@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/marshal-dev/marshal/api/loader"
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+const (
+	sharedProfiles = `apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: coder}
+spec: {}
+---
+apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: writer}
+spec: {}
+`
+	docsWorkspace = `apiVersion: marshal.dev/v1alpha1
+kind: Workspace
+metadata: {name: docs}
+spec: {root: /srv/docs, profile: writer}
+`
+)
+
+// TestGolden runs commands against the fixture, or against a config dir
+// a setup prepares, and compares what they print and their exit code
+// with testdata/<name>.golden.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		setup func(t *testing.T, h *harness)
+	}{
+		// get
+		{name: "get_profiles", args: []string{"get", "profiles"}},
+		{name: "get_profiles_wide", args: []string{"get", "prof", "-o", "wide"}},
+		{name: "get_profile_by_name", args: []string{"get", "profile", "coder"}},
+		{name: "get_profile_yaml", args: []string{"get", "pr", "coder", "-o", "yaml"}},
+		{name: "get_profile_json", args: []string{"get", "pr", "writer", "-o", "json"}},
+		{name: "get_workspaces", args: []string{"get", "workspaces"}},
+		{name: "get_workspaces_wide", args: []string{"get", "ws", "-o", "wide"}},
+		{name: "get_workspaces_ready_only", args: []string{"get", "ws", "webapp"}},
+		{name: "get_workspaces_yaml_list", args: []string{"get", "ws", "-o", "yaml"}},
+		{name: "get_hosts", args: []string{"get", "hosts"}},
+		{name: "get_hosts_wide", args: []string{"get", "host", "-o", "wide"}},
+		{name: "get_agents", args: []string{"get", "agents"}},
+		{name: "get_agents_wide", args: []string{"get", "ag", "-o", "wide"}},
+		{name: "get_agents_json_list", args: []string{"get", "agents", "-o", "json"}},
+		{name: "get_none", args: []string{"get", "profiles"}, setup: func(t *testing.T, h *harness) {
+			h.d.Remove("Profile", "coder")
+			h.d.Remove("Profile", "writer")
+		}},
+		{name: "get_missing", args: []string{"get", "workspace", "nope"}},
+		{name: "get_unknown_kind", args: []string{"get", "pods"}},
+		{name: "get_bad_output", args: []string{"get", "profiles", "-o", "table"}},
+		{name: "get_too_many_args", args: []string{"get", "profiles", "a", "b"}},
+		{name: "get_warns_about_the_config_dir", args: []string{"get", "profiles"}, setup: func(t *testing.T, h *harness) {
+			h.d.SetInfo(localapi.Info{Source: localapi.SourceStatus{
+				Dir: "/etc/marshal/manifests.d",
+				Errors: []localapi.ManifestError{
+					{File: "profiles.yaml", Line: 31, Kind: "Profile", Name: "writer", Field: "spec.limitz", Message: "unknown field"},
+					{File: "profiles.yaml", Line: 40, Message: "syntax error: x"},
+					{File: "ws.yaml", Line: 2, Message: "syntax error: y"},
+				},
+				Held: true, HeldObjects: 5,
+			}})
+		}},
+		{name: "get_warns_about_a_missing_config_dir", args: []string{"get", "hosts"}, setup: func(t *testing.T, h *harness) {
+			h.d.SetInfo(localapi.Info{Source: localapi.SourceStatus{
+				Dir:    "/etc/marshal/manifests.d",
+				Errors: []localapi.ManifestError{{File: "host.yaml", Line: 6, Kind: "Host", Name: "local", Field: "spec.capacity.cpu_milli", Message: "must be a positive integer, got -1"}},
+				Held:   true, Missing: true, HeldObjects: 5,
+			}})
+		}},
+
+		// describe
+		{name: "describe_profile", args: []string{"describe", "profile", "coder"}},
+		{name: "describe_invalid_profile", args: []string{"describe", "profile", "writer"}},
+		{name: "describe_workspace", args: []string{"describe", "ws", "docs"}},
+		{name: "describe_host", args: []string{"describe", "host", "local"}},
+		{name: "describe_agent", args: []string{"describe", "agent", "marshal-coder-" + agentID + ".scope"}},
+		{name: "describe_missing", args: []string{"describe", "profile", "nope"}},
+		{name: "describe_needs_a_name", args: []string{"describe", "profile"}},
+
+		// events
+		{name: "events", args: []string{"events"}},
+		{name: "events_for_object", args: []string{"events", "--for", "profile/coder"}},
+		{name: "events_for_nothing", args: []string{"events", "--for", "ws/webapp"}},
+		{name: "events_for_malformed", args: []string{"events", "--for", "coder"}},
+
+		// doctor
+		{name: "doctor_failing", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			h.d.SetDoctor(localapi.Doctor{
+				Backend:     "cgroupfs",
+				Enforcement: fixture()[4].(*v1alpha1.Host).Status.Enforcement,
+				Checks: []localapi.Check{
+					{Name: "cgroup v2", OK: true, Detail: "mounted at /sys/fs/cgroup/unified (hybrid)"},
+					{Name: "systemd", OK: false, Detail: "user manager not reachable", Fix: "run: loginctl enable-linger $USER"},
+					{Name: "kernel enforcement: pids", OK: false, Detail: "pids.max not available in cgroup2 or v1"},
+				},
+			})
+		}},
+		{name: "doctor_ok", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			h.d.SetDoctor(localapi.Doctor{Backend: "systemd", Checks: []localapi.Check{{Name: "cgroup v2", OK: true, Detail: "unified at /sys/fs/cgroup"}}})
+		}},
+
+		// apply
+		{name: "apply_created", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/team"}},
+		{name: "apply_dry_run", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "--dry-run"}},
+		{name: "apply_unchanged_and_configured", args: []string{"apply", "-f", "testdata/manifests/coder-more-cpu.yaml", "-f", "testdata/manifests/team"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml", "testdata/manifests/team/writer.yaml")
+			}},
+		{name: "apply_refused", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/team"},
+			setup: func(t *testing.T, h *harness) { h.writeConfig(t, "profiles.yaml", sharedProfiles) }},
+		{name: "apply_invalid", args: []string{"apply", "-f", "testdata/manifests/bad.yaml", "-f", "testdata/manifests/team"}},
+		{name: "apply_conflicting_files", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/coder-more-cpu.yaml"}},
+		{name: "apply_stdin", args: []string{"apply", "-f", "-"}, stdin: docsWorkspace},
+		{name: "apply_missing_file", args: []string{"apply", "-f", "testdata/manifests/nope.yaml"}},
+		{name: "apply_needs_files", args: []string{"apply"}},
+		{name: "apply_allow_empty", args: []string{"apply", "--allow-empty"}, setup: func(t *testing.T, h *harness) { h.d.Hold() }},
+		{name: "apply_allow_empty_not_held", args: []string{"apply", "--allow-empty"}},
+		{name: "apply_with_allow_empty", args: []string{"apply", "-f", "-", "--allow-empty"}, stdin: docsWorkspace,
+			setup: func(t *testing.T, h *harness) { h.d.Hold() }},
+
+		// diff
+		{name: "diff_same", args: []string{"diff", "-f", "testdata/manifests/coder.yaml"},
+			setup: func(t *testing.T, h *harness) { h.applyNow(t, "testdata/manifests/coder.yaml") }},
+		{name: "diff_changed_and_new", args: []string{"diff", "-f", "testdata/manifests/coder-more-cpu.yaml", "-f", "testdata/manifests/team"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml", "testdata/manifests/team/writer.yaml")
+			}},
+		{name: "diff_invalid", args: []string{"diff", "-f", "testdata/manifests/bad.yaml"}},
+		{name: "diff_needs_files", args: []string{"diff"}},
+
+		// delete
+		{name: "delete_by_name", args: []string{"delete", "profile", "coder"},
+			setup: func(t *testing.T, h *harness) { h.applyNow(t, "testdata/manifests/coder.yaml") }},
+		{name: "delete_dry_run", args: []string{"delete", "profile", "coder", "--dry-run"},
+			setup: func(t *testing.T, h *harness) { h.applyNow(t, "testdata/manifests/coder.yaml") }},
+		{name: "delete_missing", args: []string{"delete", "ws", "nope"}},
+		{name: "delete_refused", args: []string{"delete", "profile", "writer"},
+			setup: func(t *testing.T, h *harness) { h.writeConfig(t, "profiles.yaml", sharedProfiles) }},
+		{name: "delete_files", args: []string{"delete", "-f", "testdata/manifests/team"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/team/webapp.yaml")
+				h.writeConfig(t, "writer.yml", sharedProfiles[strings.Index(sharedProfiles, "---\n")+4:])
+			}},
+		{name: "delete_agent", args: []string{"delete", "agent", "marshal-coder-" + agentID + ".scope"}},
+		{name: "delete_name_and_files", args: []string{"delete", "profile", "coder", "-f", "testdata/manifests/coder.yaml"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.setup == nil || strings.HasPrefix(tc.name, "get_") || strings.HasPrefix(tc.name, "doctor") {
+				h.withFixture()
+			}
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
+			r := h.run(t, tc.stdin, tc.args...)
+			golden(t, tc.name, r.transcript(tc.args, h.config, "$CONFIG", h.socket, "$SOCKET"))
+		})
+	}
+}
+
+// TestApplyThenGetThenDelete drives a whole round through the CLI: what
+// apply writes is what the loader loads and what get then shows, and
+// delete removes it.
+func TestApplyThenGetThenDelete(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run(t, "", "apply", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/team"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	want := []string{"applied/profile-coder.yaml", "applied/profile-writer.yaml", "applied/workspace-webapp.yaml"}
+	if got := h.configFiles(t); !slices.Equal(got, want) {
+		t.Errorf("config dir after apply = %q, want %q", got, want)
+	}
+	res, err := loader.LoadDir(t.Context(), h.config)
+	if err != nil || len(res.Errors) > 0 || len(res.Objects) != 3 {
+		t.Fatalf("loading the config dir after apply: %v %v (%d objects)", err, res.Errors, len(res.Objects))
+	}
+	if r := h.run(t, "", "get", "profiles", "-o", "wide"); r.code != 0 || !strings.Contains(r.stdout, "cpu=2,memory=4GiB,tasks=1024") {
+		t.Errorf("get after apply: %+v", r)
+	}
+	if r := h.run(t, "", "diff", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/team"); r.code != 0 || r.stdout != "" {
+		t.Errorf("diff right after apply: %+v, want no difference", r)
+	}
+	if r := h.run(t, "", "delete", "-f", "testdata/manifests/team"); r.code != 0 {
+		t.Errorf("delete: %+v", r)
+	}
+	if got := h.configFiles(t); !slices.Equal(got, want[:1]) {
+		t.Errorf("config dir after delete = %q, want %q", got, want[:1])
+	}
+	if r := h.run(t, "", "get", "ws", "webapp"); r.code != ExitNo {
+		t.Errorf("get of a deleted workspace: %+v, want exit 1", r)
+	}
+}
+
+func TestApplyInvalidSendsNothing(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(t, "", "apply", "-f", "testdata/manifests/bad.yaml")
+	if r.code != ExitNo {
+		t.Errorf("apply of an invalid manifest exited %d, want 1", r.code)
+	}
+	if got := h.d.Applied(); len(got) != 0 {
+		t.Errorf("marshald received %d apply requests, want none", len(got))
+	}
+	if got := h.configFiles(t); len(got) != 0 {
+		t.Errorf("config dir = %q, want empty", got)
+	}
+}
+
+func TestApplyDirectorySendsWhatTheLoaderCounts(t *testing.T) {
+	h := newHarness(t)
+	if r := h.run(t, "", "apply", "-f", "testdata/manifests/team", "--dry-run"); r.code != 0 {
+		t.Fatalf("apply: %+v", r)
+	}
+	reqs := h.d.Applied()
+	if len(reqs) != 1 {
+		t.Fatalf("marshald received %d requests, want 1", len(reqs))
+	}
+	var names []string
+	for _, f := range reqs[0].Files {
+		names = append(names, f.Name)
+		data, _ := os.ReadFile(f.Name)
+		if !bytes.Equal(data, f.Data) {
+			t.Errorf("%s was sent as %q, want its content", f.Name, f.Data)
+		}
+	}
+	want := []string{filepath.Join("testdata/manifests/team", "webapp.yaml"), filepath.Join("testdata/manifests/team", "writer.yaml")}
+	if !slices.Equal(names, want) || !reqs[0].DryRun {
+		t.Errorf("sent %q (dry run %v), want %q as a dry run; dotfiles are not manifests", names, reqs[0].DryRun, want)
+	}
+}
+
+func TestUnreachableDaemon(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "none.sock")
+	for _, args := range [][]string{{"get", "profiles"}, {"describe", "ws", "x"}, {"events"}, {"doctor"}, {"apply", "--allow-empty"}, {"delete", "profile", "x"}} {
+		var out, errOut bytes.Buffer
+		err := Run(t.Context(), append([]string{"--socket", socket}, args...), Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		want := "marshalctl: marshald is not running at " + socket + " (no such file or directory); start it with `marshald`"
+		if ExitCode(err) != ExitFailure || !strings.HasPrefix(errOut.String(), want) {
+			t.Errorf("%v without a daemon: exit %d, %q; want exit 3 and %q", args, ExitCode(err), errOut.String(), want)
+		}
+	}
+}
+
+func TestSocketFromEnvironment(t *testing.T) {
+	h := newHarness(t).withFixture()
+	t.Setenv("MARSHAL_SOCKET", h.socket)
+	var out, errOut bytes.Buffer
+	err := Run(t.Context(), []string{"get", "hosts"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if err != nil || !strings.Contains(out.String(), "local") {
+		t.Errorf("get with MARSHAL_SOCKET: %v, %q %q", err, out.String(), errOut.String())
+	}
+}
+
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	for _, name := range []string{"get", "describe", "events", "apply", "diff", "delete", "doctor", "identify", "validate"} {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := Run(t.Context(), []string{name, "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+			if err != nil || !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), "Usage:") {
+				t.Errorf("%s --help: %v\n%s", name, err, out.String())
+			}
+			if name != "validate" && !strings.Contains(out.String(), "Exit status:") {
+				t.Errorf("%s --help does not state its exit status", name)
+			}
+		})
+	}
+}
+
+func TestWatchObjects(t *testing.T) {
+	h := newHarness(t).withFixture()
+	out, stop := h.background(t, "get", "profiles", "-w")
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "writer") }, "the first table")
+
+	coder := fixture()[0].(*v1alpha1.Profile)
+	coder.Status.Agents = 5
+	h.d.Set(coder)
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Count(out.String(), "coder") == 2 }, "coder's new row")
+	h.d.Remove("Profile", "writer")
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "(deleted)") }, "writer's deletion")
+
+	r := stop()
+	if r.code != 0 {
+		t.Errorf("get -w interrupted: exit %d, %q", r.code, r.stderr)
+	}
+	golden(t, "get_profiles_watch", r.stdout)
+}
+
+func TestWatchOneObjectAsYAML(t *testing.T) {
+	h := newHarness(t).withFixture()
+	out, stop := h.background(t, "get", "ws", "docs", "-w", "-o", "yaml")
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "RootMissing") }, "docs as YAML")
+
+	docs := fixture()[3].(*v1alpha1.Workspace)
+	docs.Status.Conditions[0] = v1alpha1.Condition{Type: "Ready", Status: "True", Reason: "RootFound", LastTransitionTime: now}
+	h.d.Set(docs)
+	webapp := fixture()[2].(*v1alpha1.Workspace)
+	webapp.Status.Live = 3 // not watched: not printed
+	h.d.Set(webapp)
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "RootFound") }, "docs' change")
+
+	r := stop()
+	if r.code != 0 || strings.Count(r.stdout, "---\n") != 1 || strings.Contains(r.stdout, "webapp") {
+		t.Errorf("get ws docs -w -o yaml = exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+func TestWatchEvents(t *testing.T) {
+	h := newHarness(t).withFixture()
+	out, stop := h.background(t, "events", "-w", "--for", "ws/docs")
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "RootMissing") }, "the first events")
+	h.d.Record(v1alpha1.Event{Type: v1alpha1.EventNormal, Object: v1alpha1.ObjectReference{Kind: "Workspace", Name: "docs"},
+		Reason: "RootFound", Message: "root /home/dev/src/docs exists", Count: 1, FirstSeen: now, LastSeen: now})
+	h.d.Record(v1alpha1.Event{Type: v1alpha1.EventNormal, Object: v1alpha1.ObjectReference{Kind: "Profile", Name: "coder"},
+		Reason: "Other", Message: "not about docs", Count: 1, FirstSeen: now, LastSeen: now})
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "RootFound") }, "the new event")
+	r := stop()
+	if r.code != 0 {
+		t.Errorf("events -w interrupted: exit %d, %q", r.code, r.stderr)
+	}
+	golden(t, "events_watch", r.stdout)
+}

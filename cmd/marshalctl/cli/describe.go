@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/localapi"
+)
+
+// describeEvents is how many of an object's latest events describe shows.
+const describeEvents = 20
+
+const describeLong = `Describe shows one object in full: its spec as declared, every status field,
+its conditions (why it is or is not Ready, and whether its manifest still
+loads) and its recent events.
+
+KIND is profile, workspace, host or agent, or any name get accepts. An
+agent's NAME is its scope, as marshalctl get agents -o wide shows it.
+
+Exit status: 0 on success, 1 when the object does not exist, 2 on a usage
+error, 3 when marshald cannot be reached.`
+
+func newDescribeCmd(g *globals, s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe KIND NAME",
+		Short: "Show one object: spec, status, conditions and recent events",
+		Long:  describeLong,
+		Example: `  marshalctl describe workspace docs
+  marshalctl describe profile coder`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := resourceArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			obj, err := c.Get(ctx, res.Plural, args[1])
+			if err != nil {
+				return notFoundHint(daemonError(err), res)
+			}
+			events, err := c.Events(ctx, v1alpha1.ObjectReference{Kind: res.Kind, Name: args[1]}, 0)
+			if err != nil {
+				return daemonError(err)
+			}
+			out, err := describe(res, obj, events)
+			if err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			_, err = fmt.Fprint(s.Out, out)
+			return err
+		},
+	}
+}
+
+// describe writes an object as describe shows it.
+func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Event) (string, error) {
+	var parts map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &parts); err != nil {
+		return "", fmt.Errorf("reading %s from marshald: %w", res.Kind, err)
+	}
+	var meta v1alpha1.ObjectMeta
+	if err := json.Unmarshal(parts["metadata"], &meta); err != nil {
+		return "", fmt.Errorf("reading %s metadata: %w", res.Kind, err)
+	}
+	var status map[string]json.RawMessage
+	if raw, ok := parts["status"]; ok {
+		if err := json.Unmarshal(raw, &status); err != nil {
+			return "", fmt.Errorf("reading %s status: %w", res.Kind, err)
+		}
+	}
+	var conds []v1alpha1.Condition
+	if raw, ok := status["conditions"]; ok {
+		if err := json.Unmarshal(raw, &conds); err != nil {
+			return "", fmt.Errorf("reading %s conditions: %w", res.Kind, err)
+		}
+		delete(status, "conditions")
+	}
+
+	var b strings.Builder
+	field := func(label, value string) { fmt.Fprintf(&b, "%-12s%s\n", label+":", value) }
+	field("Name", meta.Name)
+	field("Kind", res.Kind)
+	field("Labels", labels(meta.Labels))
+	if t := meta.CreationTimestamp; !t.IsZero() {
+		field("Created", fmt.Sprintf("%s (%s ago)", t.UTC().Format(time.RFC3339), age(t)))
+	}
+	if meta.Generation > 0 {
+		field("Generation", fmt.Sprint(meta.Generation))
+	}
+	if spec, ok := parts["spec"]; ok {
+		if err := yamlSection(&b, "Spec", spec); err != nil {
+			return "", err
+		}
+	}
+	if len(status) > 0 {
+		data, err := json.Marshal(status)
+		if err != nil {
+			return "", err
+		}
+		if err := yamlSection(&b, "Status", data); err != nil {
+			return "", err
+		}
+	}
+
+	if len(conds) == 0 {
+		field("Conditions", "<none>")
+	} else {
+		b.WriteString("Conditions:\n")
+		rows := make([][]string, len(conds))
+		for i, c := range conds {
+			rows[i] = []string{c.Type, string(c.Status), c.Reason, firstLine(c.Message), age(c.LastTransitionTime)}
+		}
+		newTable("TYPE", "STATUS", "REASON", "MESSAGE", "AGE").write(&b, "  ", rows)
+	}
+
+	if len(events) == 0 {
+		field("Events", "<none>")
+	} else {
+		events = events[max(0, len(events)-describeEvents):]
+		b.WriteString("Events:\n")
+		rows := make([][]string, len(events))
+		for i, e := range events {
+			rows[i] = []string{string(e.Type), e.Reason, seen(e.Count, e.FirstSeen, e.LastSeen), firstLine(e.Message)}
+		}
+		newTable("TYPE", "REASON", "AGE", "MESSAGE").write(&b, "  ", rows)
+	}
+	return b.String(), nil
+}
+
+// yamlSection writes "Title:" and the JSON value data as YAML indented
+// under it.
+func yamlSection(b *strings.Builder, title string, data json.RawMessage) error {
+	y, err := yaml.JSONToYAML(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", title, err)
+	}
+	b.WriteString(title + ":\n")
+	for _, line := range strings.Split(strings.TrimSuffix(string(y), "\n"), "\n") {
+		b.WriteString("  " + line + "\n")
+	}
+	return nil
+}
+
+// labels writes labels as k=v, one a line, aligned under the first.
+func labels(l map[string]string) string {
+	if len(l) == 0 {
+		return "<none>"
+	}
+	keys := slices.Sorted(maps.Keys(l))
+	lines := make([]string, len(keys))
+	for i, k := range keys {
+		lines[i] = k + "=" + l[k]
+	}
+	return strings.Join(lines, "\n"+strings.Repeat(" ", 12))
+}

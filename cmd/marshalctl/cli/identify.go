@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/marshal-dev/marshal/internal/identity"
+)
+
+const identifyLong = `Identify says which marshal launch a process belongs to: its profile, its
+scope and the launch's id, read from the process's cgroup by the kernel's
+own account. Any process of an agent's tree (the git, npm or curl it runs)
+resolves to the same launch. It needs no daemon.
+
+PID defaults to marshalctl's parent: the shell or agent that ran it.
+
+Exit status: 0 when the process is in a marshal scope, 1 when it is not, 2
+on a usage error, 3 when there is no such process.`
+
+func newIdentifyCmd(s Streams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "identify [PID]",
+		Short: "Say which marshal launch a process belongs to",
+		Long:  identifyLong,
+		Example: `  marshalctl identify            # the calling shell or agent
+  marshalctl identify 48121
+  marshalctl identify -o json $$`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" {
+				return usageError("unknown output format %q (want json)", output)
+			}
+			pid := os.Getppid()
+			if len(args) == 1 {
+				n, err := strconv.Atoi(args[0])
+				if err != nil || n <= 0 {
+					return usageError("PID %q: want a positive process id", args[0])
+				}
+				pid = n
+			}
+			id, err := identity.Resolve(pid)
+			switch {
+			case errors.Is(err, identity.ErrNoProcess):
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no process %d: it does not exist or has exited", pid)}
+			case errors.Is(err, identity.ErrNotManaged):
+				// The error names the cgroups read: "pid N: cgroup …: identity: …".
+				where := strings.TrimPrefix(err.Error(), fmt.Sprintf("pid %d: ", pid))
+				where = strings.TrimSuffix(where, ": "+identity.ErrNotManaged.Error())
+				return &ExitError{Code: ExitNo, Err: fmt.Errorf("process %d is not in a marshal scope (%s); "+
+					"only processes started with marshalctl run, and their children, have a marshal identity", pid, where)}
+			case err != nil:
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "    ")
+				return enc.Encode(id)
+			}
+			line := fmt.Sprintf("profile %s, scope %s, id %s", id.Profile, id.Scope, id.ID)
+			if id.Deleted {
+				line += " (its scope is removed: the process has exited)"
+			}
+			_, err = fmt.Fprintln(s.Out, line)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	return cmd
+}

@@ -1,0 +1,309 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/controllers"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
+	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/testutil"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// harness is a real cgroupfs backend on a private cgroup subtree, the
+// stores, a real event recorder and, once started, the controllers.
+type harness struct {
+	t       testing.TB
+	tree    *testutil.CgroupTree
+	fs      *cgroupfs.Backend
+	backend cgroup.Backend // fs, or a wrapper of it
+	s       *controllers.Stores
+	rec     *events.Recorder
+	// wake receives a value after any store changed.
+	wake chan struct{}
+	opts controllers.Options
+}
+
+type harnessOptions struct {
+	// wrap, when set, wraps the real backend, to inject a fault.
+	wrap     func(cgroup.Backend) cgroup.Backend
+	interval time.Duration
+	clock    clock.WithTicker
+	logger   *slog.Logger
+}
+
+func newHarness(t testing.TB, o harnessOptions) *harness {
+	t.Helper()
+	tree := testutil.NewCgroupTree(t)
+	fs, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
+	if err != nil {
+		t.Fatalf("cgroupfs.New: %v", err)
+	}
+	h := &harness{t: t, tree: tree, fs: fs, backend: fs, s: controllers.NewStores(), wake: make(chan struct{}, 1)}
+	if o.wrap != nil {
+		h.backend = o.wrap(fs)
+	}
+	eo := events.Options{}
+	if o.clock != nil {
+		eo.Clock = o.clock
+	}
+	if h.rec, err = events.New(eo); err != nil {
+		t.Fatal(err)
+	}
+	poke := func(reconcile.Key) {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+	h.s.Desired.OnChange(poke)
+	h.s.Decls.OnChange(poke)
+	h.s.Profiles.OnChange(poke)
+	h.s.Workspaces.OnChange(poke)
+	h.s.Hosts.OnChange(poke)
+	h.s.Scopes.OnChange(poke)
+	h.s.Agents.OnChange(poke)
+	h.opts = controllers.Options{Interval: o.interval, Clock: o.clock, Logger: o.logger}
+	if h.opts.Logger == nil {
+		h.opts.Logger = testLogger(t)
+	}
+	return h
+}
+
+// testLogger logs through t, so that a failing test shows the
+// controllers' records.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+// start runs the controllers until the test ends, or until stop is
+// called. They stop before the cgroup tree is removed (cleanups run last
+// first).
+func (h *harness) start() (stop func()) {
+	h.t.Helper()
+	m, err := controllers.Setup(h.s, h.backend, h.rec, h.opts)
+	if err != nil {
+		h.t.Fatalf("Setup: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					h.t.Errorf("Manager.Start = %v, want nil", err)
+				}
+			case <-time.After(testutil.Deadline):
+				h.t.Errorf("Manager.Start did not return %v after cancel", testutil.Deadline)
+			}
+		})
+	}
+	h.t.Cleanup(stop)
+	return stop
+}
+
+// waitFor waits until cond holds, checking after every store change.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	testutil.Eventually(h.t, h.wake, cond, what)
+}
+
+// events returns the events recorded about key, oldest first.
+func (h *harness) events(key reconcile.Key) []v1alpha1.Event {
+	evs, _ := h.rec.List(key, 0)
+	return evs
+}
+
+// slicePath returns the cgroup2 path of profile's slice.
+func (h *harness) slicePath(profile string) string {
+	return h.tree.V2(scope.RootSlice, scope.SliceName(profile))
+}
+
+// limitFile returns the file that holds r's limit of profile's slice
+// under method m.
+func (h *harness) limitFile(profile string, r cgroup.Resource, m cgroup.Method) string {
+	base := h.tree.Mounts.V2
+	if m == cgroup.MethodCgroupV1 {
+		base = h.tree.Mounts.V1[cgroup.Controller(r)]
+	}
+	return filepath.Join(base, h.tree.Rel, scope.RootSlice, scope.SliceName(profile), cgroup.LimitFile(r, m))
+}
+
+// requireKernel skips the test unless the backend enforces every one of
+// resources at kernel level here, and returns the probe.
+func (h *harness) requireKernel(resources ...cgroup.Resource) cgroup.Capabilities {
+	h.t.Helper()
+	caps, err := h.fs.Probe(h.t.Context())
+	if err != nil {
+		h.t.Fatalf("Probe: %v", err)
+	}
+	for _, r := range resources {
+		if caps[r].Level != v1alpha1.LevelKernel {
+			h.t.Skipf("needs %s limits enforced by the kernel; this host gives %s", r, caps[r].Level)
+		}
+	}
+	return caps
+}
+
+// child is a real process for a scope.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it exited and was reaped
+	err  error         // Wait's result, once done is closed
+}
+
+// startChild starts a process that runs until killed; it is killed and
+// reaped when the test ends, if it did not end before.
+func startChild(t testing.TB) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command("sleep", "600"), done: make(chan struct{})}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("starting child: %v", err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exited reports whether the child exited.
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitExit waits until the child exits and returns Wait's error.
+func (c *child) waitExit(t testing.TB) error {
+	t.Helper()
+	select {
+	case <-c.done:
+		return c.err
+	case <-time.After(testutil.Deadline):
+		t.Fatalf("child %d did not exit within %v", c.pid(), testutil.Deadline)
+		return nil
+	}
+}
+
+// inScope starts a child and puts it in a new scope of profile, through
+// the backend, and returns both.
+func (h *harness) inScope(profile string) (*child, cgroup.Scope) {
+	h.t.Helper()
+	c := startChild(h.t)
+	sc, _, err := h.fs.CreateScope(h.t.Context(), profile, scope.NewID(), c.pid(), cgroup.Limits{})
+	if err != nil {
+		h.t.Fatalf("CreateScope: %v", err)
+	}
+	return c, sc
+}
+
+// scopeDir returns the cgroup2 directory of sc.
+func (h *harness) scopeDir(sc cgroup.Scope) string {
+	return filepath.Join(h.tree.Mounts.V2, sc.Path)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// declare sets obj, defaulted, in the desired store.
+func (h *harness) declare(obj v1alpha1.Object) {
+	h.t.Helper()
+	obj.Default()
+	if errs := obj.Validate(); len(errs) > 0 {
+		h.t.Fatalf("declaring %s: %v", reconcile.KeyOf(obj), errs)
+	}
+	if _, err := h.s.Desired.Set(obj); err != nil {
+		h.t.Fatalf("declaring %s: %v", reconcile.KeyOf(obj), err)
+	}
+}
+
+func profile(name string, orphans v1alpha1.OrphanPolicy, limits *v1alpha1.Limits) *v1alpha1.Profile {
+	p := v1alpha1.New(v1alpha1.KindProfile).(*v1alpha1.Profile)
+	p.Metadata.Name = name
+	p.Spec.Orphans = orphans
+	p.Spec.Limits = limits
+	return p
+}
+
+func workspace(name, root, profile string) *v1alpha1.Workspace {
+	w := v1alpha1.New(v1alpha1.KindWorkspace).(*v1alpha1.Workspace)
+	w.Metadata.Name = name
+	w.Spec.Root = root
+	w.Spec.Profile = profile
+	return w
+}
+
+func host(name string, c *v1alpha1.Capacity) *v1alpha1.Host {
+	h := v1alpha1.New(v1alpha1.KindHost).(*v1alpha1.Host)
+	h.Metadata.Name = name
+	h.Spec.Capacity = c
+	return h
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// cond returns the condition of typ in conds, or the zero condition.
+func cond(conds []v1alpha1.Condition, typ string) v1alpha1.Condition {
+	if c := controllers.FindCondition(conds, typ); c != nil {
+		return *c
+	}
+	return v1alpha1.Condition{}
+}
+
+// reasons lists "Type:Reason" of evs.
+func reasons(evs []v1alpha1.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, string(e.Type)+":"+e.Reason)
+	}
+	return out
+}
+
+// occurrences counts the events in evs, repeats included.
+func occurrences(evs []v1alpha1.Event) int64 {
+	var n int64
+	for _, e := range evs {
+		n += e.Count
+	}
+	return n
+}
+
+func equalStrings(a, b []string) bool { return slices.Equal(a, b) }

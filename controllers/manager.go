@@ -1,0 +1,303 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// Defaults of Options.
+const (
+	// DefaultInterval is how often, when nothing else happens, slices are
+	// checked for drift, workspace roots and the host re-examined, and the
+	// scope tree relisted. Nothing else wakes an idle daemon.
+	DefaultInterval = 60 * time.Second
+	// DefaultWorkers is how many keys each controller reconciles at once.
+	DefaultWorkers = 2
+	// DefaultEmptyScopeGrace is how long a scope that was never seen
+	// populated may stay empty before it is removed: the time a launch
+	// takes between creating its scope and moving its process in, with a
+	// wide margin.
+	DefaultEmptyScopeGrace = 10 * time.Second
+)
+
+// Options configure the controllers. The zero value is usable.
+type Options struct {
+	// Workers is how many keys each controller reconciles at once.
+	// Default DefaultWorkers.
+	Workers int
+	// Clock measures requeues, backoff, lastTransitionTime, agents' since
+	// and the grace of empty scopes. Default the real clock.
+	Clock clock.WithTicker
+	// Interval is the relist and requeue interval. Default
+	// DefaultInterval.
+	Interval time.Duration
+	// EmptyScopeGrace is how long a never-populated scope may stay empty
+	// before it is removed. Default DefaultEmptyScopeGrace.
+	EmptyScopeGrace time.Duration
+	// Logger receives the controllers' records. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// env is what every controller shares.
+type env struct {
+	s        *Stores
+	backend  cgroup.Backend
+	rec      recorder
+	clock    clock.WithTicker
+	interval time.Duration
+	log      *slog.Logger
+	// profiles remembers deleted profiles' specs for the profile and agent
+	// controllers.
+	profiles *profileMemory
+	// workspacesByProfile maps a Profile key to the Workspaces naming it.
+	workspacesByProfile *reconcile.Index
+	// scopesByProfile maps a Profile key to the agent keys of its scopes.
+	scopesByProfile *reconcile.Index
+	// scopesByWorkspace maps a Workspace key to the agent keys of the
+	// scopes launched in it.
+	scopesByWorkspace *reconcile.Index
+}
+
+// now returns the clock's time without its monotonic reading, as stored
+// in statuses.
+func (e *env) now() time.Time { return e.clock.Now().Round(0) }
+
+// Manager runs the controllers and the tree observer.
+type Manager struct {
+	env         *env
+	profiles    *reconcile.Controller
+	workspaces  *reconcile.Controller
+	agents      *reconcile.Controller
+	hosts       *reconcile.Controller
+	agentR      *agentReconciler
+	observer    *observer
+	unsubscribe []func()
+
+	// mu guards started.
+	mu      sync.Mutex
+	started bool
+}
+
+// Setup creates the four controllers and wires the stores' handlers to
+// them, so that a change enqueues exactly the keys it affects:
+//
+//   - a Profile change: that profile, the workspaces naming it (an index)
+//     and the agents of its scopes (for their Orphaned condition);
+//   - a Workspace change: that workspace;
+//   - a Host change: that host and the local host key (the status key
+//     moves between them);
+//   - a Decls change: the object it is about;
+//   - a Scopes change: its agent, its profile and its workspace.
+//
+// Run them with Manager.Start. Setup returns ErrInvalidSetup when a store,
+// the backend or the recorder is missing or an option is negative.
+func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options) (*Manager, error) {
+	switch {
+	case s == nil || s.Desired == nil || s.Decls == nil || s.Profiles == nil || s.Workspaces == nil ||
+		s.Hosts == nil || s.Scopes == nil || s.Agents == nil:
+		return nil, fmt.Errorf("a store is missing (use NewStores): %w", ErrInvalidSetup)
+	case backend == nil:
+		return nil, fmt.Errorf("no cgroup backend: %w", ErrInvalidSetup)
+	case rec == nil:
+		return nil, fmt.Errorf("no event recorder: %w", ErrInvalidSetup)
+	case opts.Workers < 0 || opts.Interval < 0 || opts.EmptyScopeGrace < 0:
+		return nil, fmt.Errorf("workers, interval and grace must not be negative: %w", ErrInvalidSetup)
+	}
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Interval == 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.EmptyScopeGrace == 0 {
+		opts.EmptyScopeGrace = DefaultEmptyScopeGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &env{
+		s:        s,
+		backend:  backend,
+		rec:      rec,
+		clock:    opts.Clock,
+		interval: opts.Interval,
+		log:      opts.Logger,
+		profiles: newProfileMemory(),
+		workspacesByProfile: s.Desired.AddIndex(func(o v1alpha1.Object) []reconcile.Key {
+			if w, ok := o.(*v1alpha1.Workspace); ok {
+				return []reconcile.Key{ProfileKey(w.Spec.Profile)}
+			}
+			return nil
+		}),
+		scopesByProfile: s.Scopes.AddIndex(func(_ reconcile.Key, sc cgroup.Scope) []reconcile.Key {
+			return []reconcile.Key{ProfileKey(sc.Profile)}
+		}),
+		scopesByWorkspace: reconcile.NewIndex(),
+	}
+	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e)}
+	copts := reconcile.Options{Workers: opts.Workers, Clock: opts.Clock, Logger: opts.Logger}
+	var err error
+	if m.profiles, err = reconcile.NewController("profile", newProfileReconciler(e), copts); err != nil {
+		return nil, err
+	}
+	if m.workspaces, err = reconcile.NewController("workspace", &workspaceReconciler{e}, copts); err != nil {
+		return nil, err
+	}
+	if m.agents, err = reconcile.NewController("agent", m.agentR, copts); err != nil {
+		return nil, err
+	}
+	if m.hosts, err = reconcile.NewController("host", &hostReconciler{e}, copts); err != nil {
+		return nil, err
+	}
+	m.wire()
+	return m, nil
+}
+
+// wire registers the store handlers.
+func (m *Manager) wire() {
+	s, e := m.env.s, m.env
+	on := func(remove func()) { m.unsubscribe = append(m.unsubscribe, remove) }
+
+	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindProfile, reconcile.EnqueueKey(m.profiles))))
+	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindProfile,
+		reconcile.EnqueueMapped(m.workspaces, e.workspacesByProfile.Referrers))))
+	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindProfile,
+		reconcile.EnqueueMapped(m.agents, e.scopesByProfile.Referrers))))
+	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindWorkspace, reconcile.EnqueueKey(m.workspaces))))
+	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindHost, m.enqueueHost)))
+
+	on(s.Decls.OnChange(func(k reconcile.Key) {
+		switch k.Kind {
+		case v1alpha1.KindProfile:
+			m.profiles.Enqueue(k)
+		case v1alpha1.KindWorkspace:
+			m.workspaces.Enqueue(k)
+		case v1alpha1.KindHost:
+			m.enqueueHost(k)
+		}
+	}))
+
+	on(s.Scopes.OnChange(func(k reconcile.Key) {
+		m.agents.Enqueue(k)
+		if id, ok := scope.ParseScopeName(k.Name); ok {
+			m.profiles.Enqueue(ProfileKey(id.Profile))
+		}
+		// The workspace a scope counts for: where it was before the
+		// change, and where it is now.
+		was := e.scopesByWorkspace.Targets(k)
+		var now []reconcile.Key
+		if sc, ok := s.Scopes.Get(k); ok {
+			if w, ok := workspaceOf(sc); ok {
+				now = []reconcile.Key{WorkspaceKey(w)}
+			}
+		}
+		e.scopesByWorkspace.Set(k, now...)
+		for _, w := range append(was, now...) {
+			m.workspaces.Enqueue(w)
+		}
+	}))
+}
+
+// Controllers returns the four controllers, for their names and Stats.
+func (m *Manager) Controllers() []*reconcile.Controller {
+	return []*reconcile.Controller{m.profiles, m.workspaces, m.agents, m.hosts}
+}
+
+// enqueueHost enqueues the key of a changed Host and the local host key:
+// the status lives under one or the other.
+func (m *Manager) enqueueHost(k reconcile.Key) {
+	m.hosts.Enqueue(k)
+	m.hosts.Enqueue(HostKey(LocalHost))
+}
+
+// Start lists the live scopes into Stores.Scopes, marks the empty ones
+// for removal (start-up garbage collection), enqueues every object and
+// scope once, then runs the controllers and the tree observer until ctx
+// ends, and returns once all of them stopped. Stopping by cancellation
+// returns nil. It returns an error when the first listing fails, and
+// ErrAlreadyStarted when called twice.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return ErrAlreadyStarted
+	}
+	m.started = true
+	m.mu.Unlock()
+	defer func() {
+		for _, remove := range m.unsubscribe {
+			remove()
+		}
+	}()
+
+	if err := m.observer.sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("listing scopes at start: %w", err)
+	}
+	m.agentR.collectAtStart(m.env.s.Scopes.List())
+	m.enqueueAll()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		errs = make(chan error, 4)
+	)
+	for _, c := range m.Controllers() {
+		wg.Go(func() {
+			if err := c.Start(ctx); err != nil {
+				errs <- fmt.Errorf("%s controller: %w", c.Name(), err)
+				cancel()
+			}
+		})
+	}
+	wg.Go(func() { m.observer.run(ctx) })
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// enqueueAll enqueues every declared object, every live scope, the
+// profiles of those scopes (declared or not) and every host key.
+func (m *Manager) enqueueAll() {
+	s := m.env.s
+	for _, k := range s.Desired.Keys(v1alpha1.KindProfile) {
+		m.profiles.Enqueue(k)
+	}
+	for _, e := range s.Scopes.List() {
+		m.agents.Enqueue(e.Key)
+		m.profiles.Enqueue(ProfileKey(e.Value.Profile))
+	}
+	for _, k := range s.Desired.Keys(v1alpha1.KindWorkspace) {
+		m.workspaces.Enqueue(k)
+	}
+	m.hosts.Enqueue(HostKey(LocalHost))
+	for _, k := range s.Desired.Keys(v1alpha1.KindHost) {
+		m.hosts.Enqueue(k)
+	}
+	for _, k := range s.Hosts.Keys() {
+		m.hosts.Enqueue(k)
+	}
+}

@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// workspaceReconciler keeps each Workspace's status: Ready while its root
+// is an existing directory and its profile is declared, and the number of
+// live processes launched in it. Roots are not watched: it requeues after
+// the interval, and a launch checks the root again itself.
+type workspaceReconciler struct {
+	*env
+}
+
+var _ reconcile.Reconciler = (*workspaceReconciler)(nil)
+
+func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj, ok := r.s.Desired.Get(req.Key)
+	if !ok {
+		r.s.Workspaces.Delete(req.Key)
+		return reconcile.Result{}, nil
+	}
+	w, ok := obj.(*v1alpha1.Workspace)
+	if !ok {
+		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("%s is a %T, not a Workspace", req.Key, obj))
+	}
+	decl, _ := r.s.Decls.Get(req.Key)
+	var (
+		reason   string
+		problems []string
+	)
+	if rsn, msg := checkRoot(w.Spec.Root); rsn != "" {
+		reason, problems = rsn, append(problems, msg)
+	}
+	if _, ok := r.s.Desired.Get(ProfileKey(w.Spec.Profile)); !ok {
+		if reason == "" {
+			reason = ReasonProfileMissing
+		}
+		problems = append(problems, fmt.Sprintf("profile %s is not declared", w.Spec.Profile))
+	}
+	ready := condition(v1alpha1.ConditionReady, true, ReasonWorkspaceReady, "",
+		fmt.Sprintf("root %s is a directory and profile %s is declared", w.Spec.Root, w.Spec.Profile))
+	if reason != "" {
+		ready = condition(v1alpha1.ConditionReady, false, "", reason, strings.Join(problems, "; "))
+	}
+	now, gen, live := r.now(), w.Metadata.Generation, r.liveIn(w.Metadata.Name)
+	updateStatus(r.s.Workspaces, r.rec, req.Key, func(st *v1alpha1.WorkspaceStatus) []v1alpha1.Condition {
+		st.Live = live
+		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready)...)
+	})
+	return reconcile.Result{RequeueAfter: r.interval}, nil
+}
+
+// checkRoot returns a reason and a message when root is not an existing
+// directory, and "" when it is.
+func checkRoot(root string) (reason, msg string) {
+	fi, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ReasonRootMissing, fmt.Sprintf("root %s does not exist", root)
+	case err != nil:
+		return ReasonRootInaccessible, fmt.Sprintf("root %s: %v", root, err)
+	case !fi.IsDir():
+		return ReasonRootNotDirectory, fmt.Sprintf("root %s is not a directory", root)
+	}
+	return "", ""
+}
+
+// liveIn counts the populated scopes launched in workspace name.
+func (r *workspaceReconciler) liveIn(name string) int64 {
+	var n int64
+	for _, k := range r.scopesByWorkspace.Referrers(WorkspaceKey(name)) {
+		if sc, ok := r.s.Scopes.Get(k); ok && sc.Populated {
+			n++
+		}
+	}
+	return n
+}
+
+// workspaceOf returns the workspace a scope was launched in. It is the one
+// place that knows: until launches record their workspace (with the
+// attempt bound to the scope), no scope is known to belong to one, and
+// every workspace counts zero live processes.
+func workspaceOf(cgroup.Scope) (string, bool) {
+	return "", false
+}

@@ -1,0 +1,318 @@
+package apiservertest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/apiserver"
+	"github.com/marshal-dev/marshal/internal/applier"
+	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// Daemon is an in-memory apiserver.Daemon. Its zero value is not usable;
+// call NewDaemon. Its methods may be called from any goroutine.
+type Daemon struct {
+	// mu guards the fields that follow.
+	mu      sync.Mutex
+	info    localapi.Info
+	doctor  localapi.Doctor
+	objects map[string]map[string]any // kind → name → object
+	changed map[string]chan struct{}  // kind → closed at its next change
+	events  []v1alpha1.Event
+	seq     uint64
+	evMore  chan struct{} // closed at the next event
+	dir     string
+	held    bool
+	applied []localapi.ApplyRequest
+}
+
+var _ apiserver.Daemon = (*Daemon)(nil)
+
+// NewDaemon returns a daemon with no objects and no events.
+func NewDaemon() *Daemon {
+	return &Daemon{
+		objects: map[string]map[string]any{},
+		changed: map[string]chan struct{}{},
+		evMore:  make(chan struct{}),
+	}
+}
+
+// SetInfo sets what Info answers.
+func (d *Daemon) SetInfo(info localapi.Info) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.info = info
+}
+
+// SetDoctor sets what Doctor answers.
+func (d *Daemon) SetDoctor(doc localapi.Doctor) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.doctor = doc
+}
+
+// Set adds or replaces obj (a *v1alpha1.Profile, Workspace, Host or
+// Agent), by its kind and metadata.name.
+func (d *Daemon) Set(obj any) {
+	kind, name := identify(obj)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.objects[kind] == nil {
+		d.objects[kind] = map[string]any{}
+	}
+	d.objects[kind][name] = obj
+	d.notifyLocked(kind)
+}
+
+// Remove removes an object.
+func (d *Daemon) Remove(kind, name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.objects[kind], name)
+	d.notifyLocked(kind)
+}
+
+// Record adds an event, giving it the next Seq, and returns that Seq.
+func (d *Daemon) Record(ev v1alpha1.Event) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.seq++
+	ev.Seq = d.seq
+	// A repeat replaces the event it repeats, as the recorder does.
+	d.events = slices.DeleteFunc(d.events, func(e v1alpha1.Event) bool {
+		return e.Object == ev.Object && e.Reason == ev.Reason && e.Type == ev.Type && e.Message == ev.Message
+	})
+	d.events = append(d.events, ev)
+	close(d.evMore)
+	d.evMore = make(chan struct{})
+	return ev.Seq
+}
+
+// UseConfigDir makes Apply and Delete run package applier on dir, and
+// replaces the declared objects (Profiles, Workspaces, Hosts) with what
+// dir declares after each one, as if reconciled at once.
+func (d *Daemon) UseConfigDir(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dir = dir
+}
+
+// Hold marks the config dir as held, for ConfirmEmpty to release.
+func (d *Daemon) Hold() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = true
+	d.info.Source.Held = true
+}
+
+// Applied returns the apply requests received, in order.
+func (d *Daemon) Applied() []localapi.ApplyRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.applied)
+}
+
+func (d *Daemon) notifyLocked(kind string) {
+	if ch, ok := d.changed[kind]; ok {
+		close(ch)
+		delete(d.changed, kind)
+	}
+}
+
+// Info answers what SetInfo set.
+func (d *Daemon) Info(ctx context.Context) localapi.Info {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.info
+}
+
+// Doctor answers what SetDoctor set.
+func (d *Daemon) Doctor(ctx context.Context) localapi.Doctor {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.doctor
+}
+
+// List returns the objects of kind sorted by name.
+func (d *Daemon) List(ctx context.Context, kind string) ([]any, <-chan struct{}, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	names := make([]string, 0, len(d.objects[kind]))
+	for name := range d.objects[kind] {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	items := make([]any, len(names))
+	for i, name := range names {
+		items[i] = d.objects[kind][name]
+	}
+	ch, ok := d.changed[kind]
+	if !ok {
+		ch = make(chan struct{})
+		d.changed[kind] = ch
+	}
+	return items, ch, nil
+}
+
+// Get returns one object or an error wrapping apiserver.ErrNotFound.
+func (d *Daemon) Get(ctx context.Context, kind, name string) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	obj, ok := d.objects[kind][name]
+	if !ok {
+		return nil, fmt.Errorf("%s %q: %w", kind, name, apiserver.ErrNotFound)
+	}
+	return obj, nil
+}
+
+// Events returns the events after seq after, about obj unless it is zero.
+func (d *Daemon) Events(obj reconcile.Key, after uint64) ([]v1alpha1.Event, <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []v1alpha1.Event
+	for _, e := range d.events {
+		if e.Seq <= after {
+			continue
+		}
+		if obj != (reconcile.Key{}) && (e.Object.Kind != obj.Kind || e.Object.Name != obj.Name) {
+			continue
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, d.evMore
+}
+
+// Apply runs applier.Apply on the config dir, then reloads it.
+func (d *Daemon) Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.ApplyResult, error) {
+	d.mu.Lock()
+	d.applied = append(d.applied, req)
+	dir := d.dir
+	d.mu.Unlock()
+	if dir == "" {
+		return localapi.ApplyResult{}, fmt.Errorf("apply: no config dir: %w", apiserver.ErrNotSupported)
+	}
+	decl, err := applier.Scan(ctx, dir)
+	if err != nil {
+		return localapi.ApplyResult{}, err
+	}
+	res, err := applier.Apply(ctx, dir, decl, req)
+	if err != nil {
+		return res, err
+	}
+	if req.AllowEmpty {
+		res.Confirmed, _ = d.ConfirmEmpty(ctx)
+	}
+	return res, d.reload(ctx, dir)
+}
+
+// Delete runs applier.Delete on the config dir, then reloads it.
+func (d *Daemon) Delete(ctx context.Context, req localapi.DeleteRequest) (localapi.DeleteResult, error) {
+	d.mu.Lock()
+	dir := d.dir
+	d.mu.Unlock()
+	if dir == "" {
+		return localapi.DeleteResult{}, fmt.Errorf("delete: no config dir: %w", apiserver.ErrNotSupported)
+	}
+	decl, err := applier.Scan(ctx, dir)
+	if err != nil {
+		return localapi.DeleteResult{}, err
+	}
+	res, err := applier.Delete(ctx, dir, decl, req)
+	if err != nil {
+		return res, err
+	}
+	return res, d.reload(ctx, dir)
+}
+
+// ConfirmEmpty releases a hold set with Hold.
+func (d *Daemon) ConfirmEmpty(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	released := d.held
+	d.held = false
+	d.info.Source.Held = false
+	return released, nil
+}
+
+// reload replaces the declared objects with what dir declares, keeping
+// the status and creation time of objects that stay.
+func (d *Daemon) reload(ctx context.Context, dir string) error {
+	decl, err := applier.Scan(ctx, dir)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, kind := range v1alpha1.Kinds {
+		next := map[string]any{}
+		for _, k := range decl.Keys(kind) {
+			_, obj, _ := decl.Lookup(k)
+			next[k.Name] = obj
+		}
+		d.objects[kind] = next
+		d.notifyLocked(kind)
+	}
+	return nil
+}
+
+// identify returns obj's kind and name, read from its JSON.
+func identify(obj any) (kind, name string) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		panic(fmt.Sprintf("apiservertest: encoding %T: %v", obj, err))
+	}
+	var v struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil || v.Kind == "" || v.Metadata.Name == "" {
+		panic(fmt.Sprintf("apiservertest: %T has no kind or name", obj))
+	}
+	return v.Kind, v.Metadata.Name
+}
+
+// Serve runs a server of d on a fresh unix socket until t ends, and
+// returns the socket's path. The socket's directory is short-named, so
+// the path fits the kernel's limit whatever the test's name.
+func Serve(t testing.TB, d apiserver.Daemon, opts apiserver.Options) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mapi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "marshal.sock")
+	ln, err := apiserver.Listen(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ServeOn(t, apiserver.New(d, opts), ln)
+	return socket
+}
+
+// ServeOn runs s on ln until t ends (Serve's context is t.Context()),
+// then waits for Serve and checks that it returned nil.
+func ServeOn(t testing.TB, s *apiserver.Server, ln net.Listener) {
+	t.Helper()
+	ctx := t.Context()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		if err := <-done; err != nil {
+			t.Errorf("Serve returned %v, want nil", err)
+		}
+	})
+}

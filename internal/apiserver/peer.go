@@ -1,0 +1,99 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/marshal-dev/marshal/internal/identity"
+)
+
+// peerKey is the context key of a connection's *peer.
+type peerKey struct{}
+
+// peer is what the server learned about a connection's other end when it
+// was accepted.
+type peer struct {
+	conn    *net.UnixConn
+	cred    identity.Cred
+	credOK  bool
+	allowed bool
+	// refusal says why the peer is not allowed, for the 403 body.
+	refusal string
+}
+
+// connContext reads the peer of every new connection once, so each
+// request on it is judged by the credentials recorded at connect.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, peerKey{}, s.checkPeer(c))
+}
+
+func (s *Server) checkPeer(c net.Conn) *peer {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		s.log.Warn("local API: refused a connection that is not on a unix socket", "type", fmt.Sprintf("%T", c))
+		return &peer{refusal: "the local API answers only on its unix socket"}
+	}
+	p := &peer{conn: uc}
+	cred, err := identity.Peer(uc)
+	if err != nil {
+		s.log.Warn("local API: refused a peer whose credentials cannot be read", "err", err)
+		p.refusal = "the caller's credentials could not be read"
+		return p
+	}
+	p.cred, p.credOK = cred, true
+	switch {
+	case cred.UID == 0, cred.UID == s.uid:
+		p.allowed = true
+	case s.opts.AllowGID != nil:
+		gid := *s.opts.AllowGID
+		if cred.GID == gid {
+			p.allowed = true
+			break
+		}
+		groups, err := peerGroups(uc)
+		if err != nil {
+			s.log.Warn("local API: cannot read a peer's groups", "pid", cred.PID, "uid", cred.UID, "err", err)
+		}
+		p.allowed = slices.Contains(groups, gid)
+	}
+	if !p.allowed {
+		p.refusal = s.refusal(cred)
+		s.log.Warn("local API: refused peer", "pid", cred.PID, "uid", cred.UID, "gid", cred.GID)
+	}
+	return p
+}
+
+func (s *Server) refusal(cred identity.Cred) string {
+	who := fmt.Sprintf("uid %d and root", s.uid)
+	if s.uid == 0 {
+		who = "root"
+	}
+	if s.opts.AllowGID != nil {
+		who += fmt.Sprintf(", and members of group %d", *s.opts.AllowGID)
+	}
+	return fmt.Sprintf("uid %d may not use this marshald: it serves %s; run marshalctl as one of them", cred.UID, who)
+}
+
+// PeerFrom returns the credentials of the process at the other end of the
+// request's connection, read with SO_PEERCRED when it connected. ok is
+// false outside a request the server answers.
+func PeerFrom(ctx context.Context) (cred identity.Cred, ok bool) {
+	p, _ := ctx.Value(peerKey{}).(*peer)
+	if p == nil || !p.credOK {
+		return identity.Cred{}, false
+	}
+	return p.cred, true
+}
+
+// PeerConn returns the request's connection, for a route that needs more
+// of the peer than its credentials (identity.PeerIdentity pins the peer
+// with a pidfd). The handler must not read from or write to it.
+func PeerConn(ctx context.Context) (*net.UnixConn, bool) {
+	p, _ := ctx.Value(peerKey{}).(*peer)
+	if p == nil || p.conn == nil {
+		return nil, false
+	}
+	return p.conn, true
+}

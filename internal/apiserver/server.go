@@ -1,0 +1,172 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBodyBytes bounds a request body: an apply of many
+	// manifests, each at most 1 MiB, base64-encoded.
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultShutdownTimeout bounds how long Serve waits for requests in
+	// flight once its context ends.
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// Connection timeouts: a silent peer cannot hold a connection, and an
+// abandoned idle one is closed. Neither bounds a watch, which writes.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Daemon is what the server asks for its answers. marshald implements it.
+// Every method may be called from many goroutines at once. Errors wrap the
+// sentinels of this package (ErrNotFound, ErrInvalid, …) where a caller
+// should see a specific code; anything else is INTERNAL.
+type Daemon interface {
+	// Info describes the daemon and what its manifest source sees.
+	Info(ctx context.Context) localapi.Info
+	// List returns every object of kind (typed v1alpha1 values with
+	// status, e.g. *v1alpha1.Profile), sorted by name, and a channel
+	// closed at the next change to any object of that kind.
+	List(ctx context.Context, kind string) ([]any, <-chan struct{}, error)
+	// Get returns one object; an error wrapping ErrNotFound when absent.
+	Get(ctx context.Context, kind, name string) (any, error)
+	// Events returns the events after seq (about obj, unless zero) and
+	// a channel closed when another event is recorded.
+	Events(obj reconcile.Key, after uint64) ([]v1alpha1.Event, <-chan struct{})
+	// Apply declares the objects of req by writing them into the config
+	// dir (see package applier).
+	Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.ApplyResult, error)
+	// Delete stops declaring the objects of req.
+	Delete(ctx context.Context, req localapi.DeleteRequest) (localapi.DeleteResult, error)
+	// ConfirmEmpty releases a held, emptied config dir and reports
+	// whether one was held.
+	ConfirmEmpty(ctx context.Context) (bool, error)
+	// Doctor reports what this host can enforce and what is missing.
+	Doctor(ctx context.Context) localapi.Doctor
+}
+
+// Options configure a Server.
+type Options struct {
+	// AllowGID, when set, also admits peers whose primary or
+	// supplementary groups, as the kernel recorded them at connect,
+	// include this group. The daemon's own effective uid and root are
+	// always admitted. The socket must let the group connect too: see
+	// ListenGroup.
+	AllowGID *uint32
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds the graceful shutdown; 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives refused peers and internal errors; nil discards
+	// them.
+	Logger *slog.Logger
+}
+
+// Server answers the local API. Create it with New, add routes with
+// Handle, run it with Serve.
+type Server struct {
+	d       Daemon
+	opts    Options
+	uid     uint32
+	log     *slog.Logger
+	mux     *http.ServeMux
+	maxBody int64
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New returns a server that answers from d.
+func New(d Daemon, opts Options) *Server {
+	s := &Server{
+		d:       d,
+		opts:    opts,
+		uid:     uint32(os.Geteuid()),
+		log:     opts.Logger,
+		mux:     http.NewServeMux(),
+		maxBody: opts.MaxBodyBytes,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.opts.ShutdownTimeout <= 0 {
+		s.opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	s.routes()
+	return s
+}
+
+// Handle adds a route, with a pattern as http.ServeMux takes it
+// ("GET /v1/launch", "/metrics"). It sits behind the peer check like
+// every other route. Handle may be called while the server runs.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}
+
+// ServeHTTP answers one request: refused with 403 FORBIDDEN unless the
+// connection's peer is admitted, else routed.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p, _ := r.Context().Value(peerKey{}).(*peer)
+	if p == nil || !p.allowed {
+		// Nothing of the request is read, and the connection is not
+		// kept for another one.
+		w.Header().Set("Connection", "close")
+		msg := "the caller's credentials could not be read"
+		if p != nil {
+			msg = p.refusal
+		}
+		writeJSON(w, http.StatusForbidden, &localapi.Error{Code: localapi.CodeForbidden, Message: msg})
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// Serve answers connections on ln until ctx ends, then stops accepting,
+// lets the requests in flight finish (watches end with ctx) and returns
+// nil. It closes ln. It returns an error only when ln fails first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       s.connContext,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("serving the local API: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("local API: requests still running at shutdown; closing them", "err", err)
+		srv.Close()
+	}
+	<-done // http.ErrServerClosed, once Serve has returned
+	return nil
+}

@@ -1,0 +1,184 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// stream writes one JSON value per line and flushes each, so a watcher
+// sees every change as it happens.
+type stream struct {
+	rc  *http.ResponseController
+	enc *json.Encoder
+}
+
+func startStream(w http.ResponseWriter) (*stream, error) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	s := &stream{rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+	// The client learns at once that the watch is established, even when
+	// there is nothing to send yet.
+	return s, s.rc.Flush()
+}
+
+func (s *stream) send(v any) error {
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// watchObjects streams the objects of res: ADDED for every current one,
+// then, at each change the daemon signals, DELETED, ADDED and MODIFIED as
+// a comparison of the new list with the last one sent shows, by name and
+// encoded bytes. It ends when the client goes away or the server stops.
+func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res localapi.Resource) error {
+	ctx := r.Context()
+	items, changed, err := s.d.List(ctx, res.Kind)
+	if err != nil {
+		return err
+	}
+	st, err := startStream(w)
+	if err != nil {
+		return nil // the client is gone
+	}
+	var last map[string]json.RawMessage
+	for {
+		next, order, err := encodeItems(items)
+		if err != nil {
+			s.endWatch(st, r, err)
+			return nil
+		}
+		if err := sendChanges(st, last, next, order); err != nil {
+			return nil // the client is gone
+		}
+		last = next
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+		items, changed, err = s.d.List(ctx, res.Kind)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.endWatch(st, r, err)
+			}
+			return nil
+		}
+	}
+}
+
+// endWatch sends err as the last line of a watch.
+func (s *Server) endWatch(st *stream, r *http.Request, err error) {
+	_, code := classify(err)
+	if code == localapi.CodeInternal {
+		s.log.Error("local API: watch failed", "path", r.URL.Path, "err", err)
+	}
+	obj, _ := json.Marshal(&localapi.Error{Code: code, Message: err.Error()})
+	_ = st.send(&localapi.WatchEvent{Type: localapi.WatchError, Object: obj})
+}
+
+// encodeItems encodes every item and keys it by its metadata.name,
+// returning the names in list order.
+func encodeItems(items []any) (map[string]json.RawMessage, []string, error) {
+	byName := make(map[string]json.RawMessage, len(items))
+	order := make([]string, 0, len(items))
+	for _, item := range items {
+		data, err := json.Marshal(item)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encoding %T: %w", item, err)
+		}
+		name, err := nameOf(item, data)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, dup := byName[name]; !dup {
+			order = append(order, name)
+		}
+		byName[name] = data
+	}
+	return byName, order, nil
+}
+
+// nameOf returns the metadata.name of item, encoded as data.
+func nameOf(item any, data []byte) (string, error) {
+	switch o := item.(type) {
+	case v1alpha1.Object:
+		return o.GetObjectMeta().Name, nil
+	case *v1alpha1.Agent:
+		return o.Metadata.Name, nil
+	}
+	var meta struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return "", fmt.Errorf("reading the name of %T: %w", item, err)
+	}
+	return meta.Metadata.Name, nil
+}
+
+// sendChanges sends what turns last into next: deletions first, in name
+// order, then additions and modifications in list order.
+func sendChanges(st *stream, last, next map[string]json.RawMessage, order []string) error {
+	var gone []string
+	for name := range last {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	for _, name := range gone {
+		if err := st.send(&localapi.WatchEvent{Type: localapi.Deleted, Object: last[name]}); err != nil {
+			return err
+		}
+	}
+	for _, name := range order {
+		typ := localapi.Added
+		if prev, ok := last[name]; ok {
+			if bytes.Equal(prev, next[name]) {
+				continue
+			}
+			typ = localapi.Modified
+		}
+		if err := st.send(&localapi.WatchEvent{Type: typ, Object: next[name]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// watchEvents streams the events after after (about key, unless zero),
+// then every event recorded later, including repeats, which come again
+// with a larger Seq and their new count.
+func (s *Server) watchEvents(w http.ResponseWriter, r *http.Request, key reconcile.Key, after uint64) error {
+	ctx := r.Context()
+	evs, more := s.d.Events(key, after)
+	st, err := startStream(w)
+	if err != nil {
+		return nil
+	}
+	for {
+		for i := range evs {
+			if err := st.send(&evs[i]); err != nil {
+				return nil
+			}
+			after = max(after, evs[i].Seq)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-more:
+		}
+		evs, more = s.d.Events(key, after)
+	}
+}

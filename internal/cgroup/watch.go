@@ -1,0 +1,51 @@
+package cgroup
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/scope"
+)
+
+// sliceProfile returns the profile whose slice is named name, and false
+// when name is not a profile slice name (scope.SliceName of a valid
+// profile).
+func sliceProfile(name string) (string, bool) {
+	esc, ok := strings.CutPrefix(name, "marshal-")
+	if !ok {
+		return "", false
+	}
+	esc, ok = strings.CutSuffix(esc, ".slice")
+	if !ok {
+		return "", false
+	}
+	profile := strings.ReplaceAll(esc, `\x2d`, "-")
+	if scope.SliceName(profile) != name || len(v1alpha1.ValidateName(profile)) != 0 {
+		return "", false
+	}
+	return profile, true
+}
+
+// scopeIn returns the identity of scope name inside profile slice slice,
+// and false when name is not a scope of that slice's profile.
+func scopeIn(slice, name string) (scope.Identity, bool) {
+	id, ok := scope.ParseScopeName(name)
+	if !ok || scope.SliceName(id.Profile) != slice {
+		return scope.Identity{}, false
+	}
+	return id, true
+}
+
+// relPath returns abs relative to mount, starting with "/".
+func relPath(mount, abs string) (string, error) {
+	rel, err := filepath.Rel(mount, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s is not below the cgroup2 mount %s", abs, mount)
+	}
+	if rel == "." {
+		return "/", nil
+	}
+	return "/" + rel, nil
+}

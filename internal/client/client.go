@@ -1,0 +1,307 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/localapi"
+)
+
+// Bounds on what is read from the daemon.
+const (
+	// maxErrorBody bounds the body of a failed request.
+	maxErrorBody = 1 << 20
+	// maxStreamLine bounds one line of a watch: one object with its
+	// status.
+	maxStreamLine = 16 << 20
+)
+
+// baseURL is the URL every request is made to; the host is a placeholder,
+// the socket is what is dialed.
+const baseURL = "http://marshald"
+
+// Client talks to one marshald. Its methods may be called concurrently.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// New returns a client of the daemon listening on socket. It connects on
+// each request, so it holds nothing open between them and needs no Close.
+func New(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				return nil, &UnreachableError{Socket: socket, Err: err}
+			}
+			return conn, nil
+		},
+		// One connection per request: the peer check is per connection,
+		// and no idle connection outlives a command.
+		DisableKeepAlives: true,
+	}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+}
+
+// Socket returns the socket the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// Info describes the daemon.
+func (c *Client) Info(ctx context.Context) (localapi.Info, error) {
+	var info localapi.Info
+	err := c.do(ctx, http.MethodGet, localapi.InfoPath, nil, nil, &info)
+	return info, err
+}
+
+// List returns every object of kind (any name localapi.ResourceFor knows),
+// sorted by name, each as the daemon encoded it.
+func (c *Client) List(ctx context.Context, kind string) ([]json.RawMessage, error) {
+	var list localapi.ObjectList
+	if err := c.do(ctx, http.MethodGet, objectsPath(kind, ""), nil, nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Get returns one object. A missing one is a *localapi.Error with code
+// NOT_FOUND.
+func (c *Client) Get(ctx context.Context, kind, name string) (json.RawMessage, error) {
+	var obj json.RawMessage
+	if err := c.do(ctx, http.MethodGet, objectsPath(kind, name), nil, nil, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// Watch calls fn with every object of kind as ADDED, then with every
+// change, until ctx ends (it then returns ctx's error), fn returns an
+// error (returned as is), or the daemon ends the stream (ErrStreamEnded,
+// or the *localapi.Error it ended with).
+func (c *Client) Watch(ctx context.Context, kind string, fn func(localapi.WatchEvent) error) error {
+	q := url.Values{localapi.WatchParam: {"1"}}
+	return c.stream(ctx, objectsPath(kind, ""), q, func(line []byte) error {
+		var ev localapi.WatchEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("reading the watch: %w", err)
+		}
+		if ev.Type == localapi.WatchError {
+			e := &localapi.Error{}
+			if err := json.Unmarshal(ev.Object, e); err != nil {
+				return fmt.Errorf("reading the watch's error: %w", err)
+			}
+			return e
+		}
+		return fn(ev)
+	})
+}
+
+// Events returns the events after seq after, oldest first: about obj
+// when it is not zero, else every event.
+func (c *Client) Events(ctx context.Context, obj v1alpha1.ObjectReference, after uint64) ([]v1alpha1.Event, error) {
+	var list localapi.EventList
+	if err := c.do(ctx, http.MethodGet, localapi.EventsPath, eventsQuery(obj, after), nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// WatchEvents calls fn with the events after seq after (about obj, unless
+// zero), then with every event recorded later, until ctx ends, fn
+// returns an error or the daemon ends the stream, as Watch does. A
+// repeated event comes again with a larger Seq and its new count.
+func (c *Client) WatchEvents(ctx context.Context, obj v1alpha1.ObjectReference, after uint64, fn func(v1alpha1.Event) error) error {
+	q := eventsQuery(obj, after)
+	q.Set(localapi.WatchParam, "1")
+	return c.stream(ctx, localapi.EventsPath, q, func(line []byte) error {
+		var ev v1alpha1.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("reading the event stream: %w", err)
+		}
+		return fn(ev)
+	})
+}
+
+// Apply asks the daemon to declare the objects of the files in req.
+func (c *Client) Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.ApplyResult, error) {
+	var res localapi.ApplyResult
+	err := c.do(ctx, http.MethodPost, localapi.ApplyPath, nil, &req, &res)
+	return res, err
+}
+
+// Delete asks the daemon to stop declaring objects.
+func (c *Client) Delete(ctx context.Context, req localapi.DeleteRequest) (localapi.DeleteResult, error) {
+	var res localapi.DeleteResult
+	err := c.do(ctx, http.MethodPost, localapi.DeletePath, nil, &req, &res)
+	return res, err
+}
+
+// ConfirmEmpty confirms that the daemon's emptied config dir is meant to
+// be empty, releasing its hold.
+func (c *Client) ConfirmEmpty(ctx context.Context) (localapi.ConfirmEmptyResult, error) {
+	var res localapi.ConfirmEmptyResult
+	err := c.do(ctx, http.MethodPost, localapi.ConfirmEmptyPath, nil, struct{}{}, &res)
+	return res, err
+}
+
+// Doctor reports what the host can enforce and what is missing.
+func (c *Client) Doctor(ctx context.Context) (localapi.Doctor, error) {
+	var d localapi.Doctor
+	err := c.do(ctx, http.MethodGet, localapi.DoctorPath, nil, nil, &d)
+	return d, err
+}
+
+// objectsPath is the route of kind's objects, or of one of them. A kind
+// the client does not know is sent as given, for the daemon to refuse.
+func objectsPath(kind, name string) string {
+	if r, ok := localapi.ResourceFor(kind); ok {
+		kind = r.Plural
+	}
+	p := localapi.ObjectsPath + url.PathEscape(kind)
+	if name != "" {
+		p += "/" + url.PathEscape(name)
+	}
+	return p
+}
+
+func eventsQuery(obj v1alpha1.ObjectReference, after uint64) url.Values {
+	q := url.Values{}
+	if obj.Kind != "" {
+		q.Set(localapi.KindParam, obj.Kind)
+	}
+	if obj.Name != "" {
+		q.Set(localapi.NameParam, obj.Name)
+	}
+	if after > 0 {
+		q.Set(localapi.AfterParam, strconv.FormatUint(after, 10))
+	}
+	return q
+}
+
+// request sends one request and returns its response when it succeeded.
+func (c *Client) request(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	u := baseURL + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var unreachable *UnreachableError
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.As(err, &unreachable):
+			return nil, unreachable
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, readError(resp)
+	}
+	return resp, nil
+}
+
+// do sends one request and decodes its answer into out.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	resp, err := c.request(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// stream sends a watch request and calls fn with each line of the answer.
+func (c *Client) stream(ctx context.Context, path string, q url.Values, fn func(line []byte) error) error {
+	resp, err := c.request(ctx, http.MethodGet, path, q, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if err := fn(line); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrStreamEnded, err)
+	}
+	return ErrStreamEnded
+}
+
+// readError turns a failed response into a *localapi.Error.
+func readError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	e := &localapi.Error{}
+	if err := json.Unmarshal(data, e); err == nil && e.Code != "" {
+		return e
+	}
+	msg := strings.TrimSpace(string(data))
+	if msg == "" {
+		msg = resp.Status
+	}
+	return &localapi.Error{Code: codeOf(resp.StatusCode), Message: msg}
+}
+
+// codeOf guesses the code of a failure whose body is not a localapi.Error.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return localapi.CodeNotFound
+	case http.StatusForbidden:
+		return localapi.CodeForbidden
+	case http.StatusConflict:
+		return localapi.CodeConflict
+	case http.StatusServiceUnavailable:
+		return localapi.CodeUnavailable
+	case http.StatusNotImplemented:
+		return localapi.CodeNotSupported
+	}
+	if status/100 == 4 {
+		return localapi.CodeBadRequest
+	}
+	return localapi.CodeInternal
+}

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"strconv"
+
+	"github.com/spf13/cobra"
+)
+
+// Main runs marshald with command-line args (without the program name),
+// logging to stderr.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, defErr := DefaultConfig(os.Geteuid(), os.Getenv)
+	var allowGroup string
+	cmd := &cobra.Command{
+		Use:   "marshald",
+		Short: "Reconcile this host's agents with the manifests in a config dir",
+		Long: `marshald watches a config directory of manifests (Profiles, Workspaces, a
+Host) and the cgroup tree, and makes the host match the manifests: one slice
+per profile with its limits, one scope per agent launch, and admission of
+every launch. It serves marshalctl on a unix socket.
+
+User mode (not root) keeps its config in $XDG_CONFIG_HOME/marshal/manifests.d,
+its state in $XDG_STATE_HOME/marshal and its socket at
+$XDG_RUNTIME_DIR/marshal.sock; system mode (root) uses
+/etc/marshal/manifests.d, /var/lib/marshal and /run/marshal/marshal.sock.
+Stopping marshald never stops the agents it launched.`,
+		Example: `  marshald --config-dir manifests --state-dir .marshal
+  marshald --backend cgroupfs --cgroup-root /marshal --log-format json`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if defErr != nil && (!cmd.Flags().Changed("config-dir") || !cmd.Flags().Changed("state-dir")) {
+				return defErr
+			}
+			if allowGroup != "" {
+				gid, err := lookupGroup(allowGroup)
+				if err != nil {
+					return err
+				}
+				cfg.AllowGID = gid
+			}
+			return Run(cmd.Context(), cfg, newLogger(stderr, cfg.LogFormat))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.ConfigDir, "config-dir", cfg.ConfigDir, "directory of manifests")
+	f.StringVar(&cfg.StateDir, "state-dir", cfg.StateDir, "directory of marshald's state")
+	f.StringVar(&cfg.Socket, "socket", cfg.Socket, "unix socket of the local API")
+	f.StringVar(&cfg.Backend, "backend", cfg.Backend, "cgroup backend: auto, systemd or cgroupfs")
+	f.StringVar(&cfg.CgroupRoot, "cgroup-root", cfg.CgroupRoot, "the cgroupfs backend's parent group, relative to the cgroup2 mount")
+	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
+	f.StringVar(&allowGroup, "allow-group", "", "also let members of this group (name or gid) use the socket")
+	f.DurationVar(&cfg.Relist, "relist-interval", cfg.Relist, "interval of the periodic relist and drift checks")
+	cmd.SetArgs(args)
+	cmd.SetOut(stderr)
+	cmd.SetErr(stderr)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "marshald: %v\n", err)
+	}
+	return err
+}
+
+func lookupGroup(name string) (int, error) {
+	if gid, err := strconv.Atoi(name); err == nil {
+		return gid, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, fmt.Errorf("--allow-group: %w", err)
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+// newLogger logs in text or JSON. Under systemd, whose journal stamps every
+// line itself, text records carry no time.
+func newLogger(w io.Writer, format string) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	opts := &slog.HandlerOptions{}
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

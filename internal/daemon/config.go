@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/marshal-dev/marshal/internal/client"
+)
+
+// Modes.
+const (
+	ModeUser   = "user"
+	ModeSystem = "system"
+)
+
+// Config is how marshald runs.
+type Config struct {
+	// Mode is user (the default when not root) or system (root).
+	Mode string
+	// ConfigDir is the directory of manifests.
+	ConfigDir string
+	// StateDir holds the state database and the admission journal.
+	StateDir string
+	// Socket is the local API's unix socket.
+	Socket string
+	// Backend is auto, systemd or cgroupfs.
+	Backend string
+	// CgroupRoot is the cgroupfs backend's parent group, relative to the
+	// cgroup2 mount.
+	CgroupRoot string
+	// LogFormat is text or json.
+	LogFormat string
+	// AllowGID, when not negative, lets members of this group use the
+	// socket besides the daemon's own uid and root.
+	AllowGID int
+	// Relist is the interval of the periodic relist of the config dir and
+	// of the drift and readiness checks.
+	Relist time.Duration
+}
+
+// DefaultConfig returns the defaults of the mode that euid implies, from
+// the XDG directories in the environment in user mode.
+func DefaultConfig(euid int, getenv func(string) string) (Config, error) {
+	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second}
+	if euid == 0 {
+		c.Mode = ModeSystem
+		c.ConfigDir = "/etc/marshal/manifests.d"
+		c.StateDir = "/var/lib/marshal"
+	} else {
+		c.Mode = ModeUser
+		home := getenv("HOME")
+		configHome, stateHome := getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME")
+		if configHome == "" || stateHome == "" {
+			if home == "" {
+				return c, errors.New("neither XDG_CONFIG_HOME/XDG_STATE_HOME nor HOME is set: pass --config-dir and --state-dir")
+			}
+			if configHome == "" {
+				configHome = filepath.Join(home, ".config")
+			}
+			if stateHome == "" {
+				stateHome = filepath.Join(home, ".local", "state")
+			}
+		}
+		c.ConfigDir = filepath.Join(configHome, "marshal", "manifests.d")
+		c.StateDir = filepath.Join(stateHome, "marshal")
+	}
+	sock, err := client.DefaultSocketFor(euid, getenv)
+	if err != nil {
+		// Only an error when no --socket is given either; Validate says so.
+		sock = ""
+	}
+	c.Socket = sock
+	return c, nil
+}
+
+// Validate reports a configuration marshald cannot run with.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ConfigDir == "" {
+		errs = append(errs, errors.New("no config dir: pass --config-dir"))
+	}
+	if c.StateDir == "" {
+		errs = append(errs, errors.New("no state dir: pass --state-dir"))
+	}
+	if c.Socket == "" {
+		errs = append(errs, errors.New("no socket: XDG_RUNTIME_DIR is not set; pass --socket"))
+	}
+	switch c.Backend {
+	case "auto", "systemd", "cgroupfs":
+	default:
+		errs = append(errs, fmt.Errorf("--backend %q: want auto, systemd or cgroupfs", c.Backend))
+	}
+	switch c.LogFormat {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	if c.CgroupRoot == "" || c.CgroupRoot[0] != '/' {
+		errs = append(errs, fmt.Errorf("--cgroup-root %q: want a path starting with /", c.CgroupRoot))
+	}
+	return errors.Join(errs...)
+}
+
+// stateFile is the state database inside the state dir.
+func (c Config) stateFile() string { return filepath.Join(c.StateDir, "state.db") }
+
+// absolute makes the directories absolute, so a later chdir or a relative
+// path in messages cannot mislead.
+func (c *Config) absolute() error {
+	for _, p := range []*string{&c.ConfigDir, &c.StateDir, &c.Socket} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	return nil
+}

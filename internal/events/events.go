@@ -1,0 +1,178 @@
+package events
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"k8s.io/utils/clock"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/state"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// DefaultKeep is how many events are kept when Options.Keep is zero.
+const DefaultKeep = 1000
+
+// Store persists events. *state.DB is one.
+type Store interface {
+	Append(b state.Bucket, value []byte, keep int) (uint64, error)
+	Write(b state.Bucket, puts map[string][]byte) error
+	ForEachSeq(b state.Bucket, fn func(seq uint64, value []byte) error) error
+}
+
+// Options configure a Recorder.
+type Options struct {
+	Store  Store // optional: without it, events live in memory only
+	Clock  clock.PassiveClock
+	Keep   int
+	Logger *slog.Logger
+}
+
+type dedupKey struct {
+	typ     v1alpha1.EventType
+	obj     reconcile.Key
+	reason  string
+	message string
+}
+
+// Recorder records events. It is safe for concurrent use.
+type Recorder struct {
+	opts Options
+	log  *slog.Logger
+
+	// mu guards the fields below.
+	mu      sync.Mutex
+	events  []*v1alpha1.Event // oldest first, at most opts.Keep
+	byKey   map[dedupKey]*v1alpha1.Event
+	seq     uint64
+	changed chan struct{} // closed and replaced whenever an event is recorded
+}
+
+// New returns a Recorder holding the events persisted in opts.Store.
+func New(opts Options) (*Recorder, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Keep <= 0 {
+		opts.Keep = DefaultKeep
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{opts: opts, log: log, byKey: map[dedupKey]*v1alpha1.Event{}, changed: make(chan struct{})}
+	if opts.Store != nil {
+		err := opts.Store.ForEachSeq(state.Events, func(seq uint64, v []byte) error {
+			var e v1alpha1.Event
+			if json.Unmarshal(v, &e) != nil {
+				return nil
+			}
+			e.Seq = seq
+			r.add(&e)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func (r *Recorder) add(e *v1alpha1.Event) {
+	r.events = append(r.events, e)
+	r.byKey[keyOf(e)] = e
+	r.seq = max(r.seq, e.Seq)
+	for len(r.events) > r.opts.Keep {
+		old := r.events[0]
+		r.events = r.events[1:]
+		if r.byKey[keyOf(old)] == old {
+			delete(r.byKey, keyOf(old))
+		}
+	}
+}
+
+func keyOf(e *v1alpha1.Event) dedupKey {
+	return dedupKey{e.Type, reconcile.Key{Kind: e.Object.Kind, Name: e.Object.Name}, e.Reason, e.Message}
+}
+
+// Normal records a routine event about obj.
+func (r *Recorder) Normal(obj reconcile.Key, reason, message string) {
+	r.Record(v1alpha1.EventNormal, obj, reason, message)
+}
+
+// Warning records an event about obj that needs attention.
+func (r *Recorder) Warning(obj reconcile.Key, reason, message string) {
+	r.Record(v1alpha1.EventWarning, obj, reason, message)
+}
+
+// Record records an event. A repeat of an event still kept is counted and
+// moved to the end, with a new Seq.
+func (r *Recorder) Record(typ v1alpha1.EventType, obj reconcile.Key, reason, message string) {
+	now := r.opts.Clock.Now().UTC()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := dedupKey{typ, obj, reason, message}
+	e := &v1alpha1.Event{
+		Type: typ, Object: v1alpha1.ObjectReference{Kind: obj.Kind, Name: obj.Name},
+		Reason: reason, Message: message, Count: 1, FirstSeen: now, LastSeen: now,
+	}
+	if old := r.byKey[k]; old != nil {
+		e.Count, e.FirstSeen = old.Count+1, old.FirstSeen
+		r.remove(old)
+	}
+	if r.opts.Store != nil {
+		data, _ := json.Marshal(e)
+		seq, err := r.opts.Store.Append(state.Events, data, r.opts.Keep)
+		if err != nil {
+			r.log.Error("persisting event", "err", err)
+			seq = r.seq + 1
+		}
+		e.Seq = seq
+	} else {
+		e.Seq = r.seq + 1
+	}
+	r.add(e)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	if typ == v1alpha1.EventWarning {
+		r.log.Warn(message, "object", obj.String(), "reason", reason)
+	} else {
+		r.log.Info(message, "object", obj.String(), "reason", reason)
+	}
+}
+
+// remove drops e, which a repeat replaces. The caller holds r.mu.
+func (r *Recorder) remove(e *v1alpha1.Event) {
+	for i, x := range r.events {
+		if x == e {
+			r.events = append(r.events[:i], r.events[i+1:]...)
+			break
+		}
+	}
+	delete(r.byKey, keyOf(e))
+	if r.opts.Store != nil {
+		r.opts.Store.Write(state.Events, map[string][]byte{string(binary.BigEndian.AppendUint64(nil, e.Seq)): nil})
+	}
+}
+
+// List returns the kept events with Seq above after, about obj when obj
+// is not zero, oldest first, and a channel closed when another event is
+// recorded (to wait for more).
+func (r *Recorder) List(obj reconcile.Key, after uint64) ([]v1alpha1.Event, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []v1alpha1.Event
+	for _, e := range r.events {
+		if e.Seq <= after {
+			continue
+		}
+		if obj != (reconcile.Key{}) && (e.Object.Kind != obj.Kind || e.Object.Name != obj.Name) {
+			continue
+		}
+		out = append(out, *e)
+	}
+	return out, r.changed
+}

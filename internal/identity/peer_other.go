@@ -1,0 +1,22 @@
+//go:build !linux
+
+package identity
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Peer returns the credentials of the process at the other end of conn.
+// Outside Linux it always fails with errors.ErrUnsupported.
+func Peer(conn *net.UnixConn) (Cred, error) {
+	return Cred{}, fmt.Errorf("peer credentials: %w", errors.ErrUnsupported)
+}
+
+// PeerIdentity returns the credentials and identity of the process at the
+// other end of conn. Outside Linux it always fails with
+// errors.ErrUnsupported.
+func PeerIdentity(conn *net.UnixConn) (Cred, Identity, error) {
+	return Cred{}, Identity{}, fmt.Errorf("peer identity: %w", errors.ErrUnsupported)
+}

@@ -1,0 +1,338 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+// bin holds the binaries built once for the package.
+var bin string
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	dir, err := os.MkdirTemp("", "marshal-e2e-bin-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	build := exec.Command("go", "build", "-race", "-o", dir+"/", "../cmd/marshald", "../cmd/marshalctl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return 0, fmt.Errorf("building the binaries: %w", err)
+	}
+	bin = dir
+	return m.Run(), nil
+}
+
+// daemon is one marshald run by a test.
+type daemon struct {
+	t       *testing.T
+	config  string // config dir
+	state   string // state dir
+	socket  string
+	root    string // cgroup root relative to the cgroup2 mount
+	tree    *testutil.CgroupTree
+	cmd     *exec.Cmd
+	log     *syncBuffer
+	exited  chan struct{}
+	waitErr error
+}
+
+type syncBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	wake chan struct{}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newDaemon prepares a daemon on fresh directories and a private cgroup
+// subtree; start runs it.
+func newDaemon(t *testing.T) *daemon {
+	t.Helper()
+	tree := testutil.NewCgroupTree(t)
+	dir := t.TempDir()
+	d := &daemon{
+		t:      t,
+		config: filepath.Join(dir, "manifests.d"),
+		state:  filepath.Join(dir, "state"),
+		socket: filepath.Join(dir, "run", "marshal.sock"),
+		root:   tree.Rel + "/marshal",
+		tree:   tree,
+	}
+	if err := os.MkdirAll(d.config, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// start runs marshald and waits until it reports ready.
+func (d *daemon) start(extra ...string) {
+	t := d.t
+	t.Helper()
+	args := append([]string{
+		"--config-dir", d.config, "--state-dir", d.state, "--socket", d.socket,
+		"--backend", "cgroupfs", "--cgroup-root", d.root,
+	}, extra...)
+	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
+	d.cmd = exec.Command(filepath.Join(bin, "marshald"), args...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.exited = make(chan struct{})
+	go func() {
+		d.waitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		if d.running() {
+			d.cmd.Process.Kill()
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("marshald log:\n%s", d.log.String())
+		}
+	})
+	deadline := time.NewTimer(testutil.Deadline)
+	defer deadline.Stop()
+	for !strings.Contains(d.log.String(), "msg=ready") {
+		select {
+		case <-d.log.wake:
+		case <-d.exited:
+			t.Fatalf("marshald exited before ready: %v\n%s", d.waitErr, d.log.String())
+		case <-deadline.C:
+			t.Fatalf("marshald not ready after %v:\n%s", testutil.Deadline, d.log.String())
+		}
+	}
+}
+
+func (d *daemon) running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return d.exited != nil
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop() {
+	d.t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(testutil.Deadline):
+		d.t.Fatal("marshald did not stop on SIGTERM")
+	}
+	if d.waitErr != nil {
+		d.t.Fatalf("marshald exited with %v after SIGTERM:\n%s", d.waitErr, d.log.String())
+	}
+}
+
+// result is what a marshalctl run printed and how it ended.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// ctl runs marshalctl against the daemon.
+func (d *daemon) ctl(args ...string) result {
+	d.t.Helper()
+	return d.ctlIn(nil, args...)
+}
+
+func (d *daemon) ctlIn(stdin io.Reader, args ...string) result {
+	d.t.Helper()
+	cmd := exec.Command(filepath.Join(bin, "marshalctl"), append([]string{"--socket", d.socket}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		d.t.Fatalf("marshalctl %v: %v", args, err)
+	}
+	return r
+}
+
+// mustCtl runs marshalctl and fails the test unless it exits 0.
+func (d *daemon) mustCtl(args ...string) string {
+	d.t.Helper()
+	r := d.ctl(args...)
+	if r.code != 0 {
+		d.t.Fatalf("marshalctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// write writes a manifest into the config dir.
+func (d *daemon) write(name, content string) {
+	d.t.Helper()
+	path := filepath.Join(d.config, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// watch follows `marshalctl get KIND -w -o json` and keeps the latest
+// version of every object by name.
+type watch struct {
+	mu      sync.Mutex
+	objects map[string]json.RawMessage
+	wake    chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func (d *daemon) watch(kind string) *watch {
+	t := d.t
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "marshalctl"), "--socket", d.socket, "get", kind, "-w", "-o", "json")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &watch{objects: map[string]json.RawMessage{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		dec := json.NewDecoder(bufio.NewReader(out))
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return
+			}
+			w.add(raw)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		<-w.done
+	})
+	return w
+}
+
+func (w *watch) add(raw json.RawMessage) {
+	var obj struct {
+		Items    []json.RawMessage `json:"items"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		return
+	}
+	w.mu.Lock()
+	if obj.Items != nil {
+		for _, it := range obj.Items {
+			var o struct {
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			}
+			json.Unmarshal(it, &o)
+			w.objects[o.Metadata.Name] = it
+		}
+	} else {
+		w.objects[obj.Metadata.Name] = raw
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// until waits until cond holds for the latest version of object name
+// (nil when not seen).
+func (w *watch) until(t *testing.T, name, what string, cond func(obj map[string]any) bool) map[string]any {
+	t.Helper()
+	var last map[string]any
+	testutil.Eventually(t, w.wake, func() bool {
+		w.mu.Lock()
+		raw := w.objects[name]
+		w.mu.Unlock()
+		last = nil
+		if raw != nil {
+			json.Unmarshal(raw, &last)
+		}
+		return cond(last)
+	}, fmt.Sprintf("%s %s", name, what))
+	return last
+}
+
+// condition returns the condition of type typ of obj, or nil.
+func condition(obj map[string]any, typ string) map[string]any {
+	st, _ := obj["status"].(map[string]any)
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+func conditionIs(obj map[string]any, typ, status string) bool {
+	c := condition(obj, typ)
+	return c != nil && c["status"] == status
+}
+
+// field walks obj along path.
+func field(obj map[string]any, path ...string) any {
+	var v any = obj
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	return v
+}

@@ -7,6 +7,10 @@ BENCH   ?= .
 COUNT   ?= 1
 FUZZTIME ?= 30s
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/marshal-dev/marshal/internal/version.Version=$(VERSION) -X github.com/marshal-dev/marshal/internal/version.Commit=$(COMMIT)
+
 .DEFAULT_GOAL := help
 
 .PHONY: help
@@ -15,7 +19,7 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build marshald and marshalctl into bin/
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 .PHONY: fmt-check
 fmt-check: ## fail when a Go file is not gofmt-formatted
@@ -40,13 +44,40 @@ fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/scope
 
 .PHONY: generate
-generate: ## regenerate the manifest reference (api/v1alpha1/reference.md, README)
+generate: ## regenerate the manifest reference, JSON Schemas and CRDs from api/v1alpha1
 	$(GO) test ./api/v1alpha1 -run TestReference -update
+	$(GO) run ./internal/schemagen
 
 .PHONY: run
-run: build ## validate the example manifests in manifests/
-	$(BIN)/marshalctl validate manifests/
+run: build ## run marshald on manifests/ with its state in .marshal/
+	$(BIN)/marshald --config-dir manifests --state-dir .marshal
 
 .PHONY: clean
 clean: ## remove build output
 	rm -rf $(BIN)
+
+# Installation follows the GNU conventions: PREFIX (default /usr/local) and
+# DESTDIR (a staging root for packaging). The units go to systemd's search
+# paths below PREFIX, their ExecStart pointing at the installed marshald.
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+SYSTEMD_SYSTEM_UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMD_USER_UNITDIR   ?= $(PREFIX)/lib/systemd/user
+INSTALL ?= install
+
+.PHONY: install
+install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build first
+	@for b in marshald marshalctl; do \
+		[ -x "$(BIN)/$$b" ] || { echo "$(BIN)/$$b is missing: run 'make build' first" >&2; exit 1; }; \
+	done
+	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)"
+	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(DESTDIR)$(BINDIR)/"
+	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/system/marshald.service >"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service"
+	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/user/marshald.service >"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
+	chmod 0644 "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
+
+.PHONY: uninstall
+uninstall: ## remove what install put in place (same PREFIX, DESTDIR)
+	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" \
+		"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" \
+		"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"

@@ -8,11 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/pathwatch"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -43,6 +45,8 @@ type Options struct {
 	// Interval is the relist and requeue interval. Default
 	// DefaultInterval.
 	Interval time.Duration
+	// MetricsProvider, when set, receives the work queues' metrics.
+	MetricsProvider workqueue.MetricsProvider
 	// EmptyScopeGrace is how long a never-populated scope may stay empty
 	// before it is removed. Default DefaultEmptyScopeGrace.
 	EmptyScopeGrace time.Duration
@@ -68,6 +72,9 @@ type env struct {
 	// scopesByWorkspace maps a Workspace key to the agent keys of the
 	// scopes launched in it.
 	scopesByWorkspace *reconcile.Index
+	// roots watches workspace roots: a root created or removed enqueues
+	// its workspaces, so readiness needs no polling.
+	roots *pathwatch.Watcher
 }
 
 // now returns the clock's time without its monotonic reading, as stored
@@ -150,8 +157,16 @@ func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options
 		scopesByWorkspace: reconcile.NewIndex(),
 	}
 	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e)}
-	copts := reconcile.Options{Workers: opts.Workers, Clock: opts.Clock, Logger: opts.Logger}
-	var err error
+	roots, err := pathwatch.New(func(owner string) {
+		if k, err := reconcile.ParseKey(owner); err == nil {
+			m.workspaces.Enqueue(k)
+		}
+	}, opts.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("watching workspace roots: %w", err)
+	}
+	e.roots = roots
+	copts := reconcile.Options{Workers: opts.Workers, Clock: opts.Clock, Logger: opts.Logger, MetricsProvider: opts.MetricsProvider}
 	if m.profiles, err = reconcile.NewController("profile", newProfileReconciler(e), copts); err != nil {
 		return nil, err
 	}
@@ -258,7 +273,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer cancel()
 	var (
 		wg   sync.WaitGroup
-		errs = make(chan error, 4)
+		errs = make(chan error, 5)
 	)
 	for _, c := range m.Controllers() {
 		wg.Go(func() {
@@ -269,6 +284,12 @@ func (m *Manager) Start(ctx context.Context) error {
 		})
 	}
 	wg.Go(func() { m.observer.run(ctx) })
+	wg.Go(func() {
+		if err := m.env.roots.Start(ctx); err != nil {
+			errs <- fmt.Errorf("root watch: %w", err)
+			cancel()
+		}
+	})
 	<-ctx.Done()
 	wg.Wait()
 	close(errs)

@@ -15,8 +15,10 @@ import (
 
 // workspaceReconciler keeps each Workspace's status: Ready while its root
 // is an existing directory and its profile is declared, and the number of
-// live processes launched in it. Roots are not watched: it requeues after
-// the interval, and a launch checks the root again itself.
+// live processes launched in it. Roots are watched (package pathwatch),
+// so a root created or removed is seen at once; a slow requeue, ten
+// intervals, is the safety net for file systems whose changes inotify does
+// not see, and a launch checks the root again itself.
 type workspaceReconciler struct {
 	*env
 }
@@ -26,6 +28,7 @@ var _ reconcile.Reconciler = (*workspaceReconciler)(nil)
 func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
 	obj, ok := r.s.Desired.Get(req.Key)
 	if !ok {
+		r.roots.Set(req.Key.String(), "")
 		r.s.Workspaces.Delete(req.Key)
 		return reconcile.Result{}, nil
 	}
@@ -33,6 +36,9 @@ func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request
 	if !ok {
 		return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("%s is a %T, not a Workspace", req.Key, obj))
 	}
+	// Watch before looking, so a change right after the look is not
+	// missed.
+	r.roots.Set(req.Key.String(), w.Spec.Root)
 	decl, _ := r.s.Decls.Get(req.Key)
 	var (
 		reason   string
@@ -57,7 +63,7 @@ func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request
 		st.Live = live
 		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready)...)
 	})
-	return reconcile.Result{RequeueAfter: r.interval}, nil
+	return reconcile.Result{RequeueAfter: 10 * r.interval}, nil
 }
 
 // checkRoot returns a reason and a message when root is not an existing

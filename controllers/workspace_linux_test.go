@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 )
 
-// Ready follows the root (checked on the interval, not watched) and the
-// profile (a change to it enqueues the workspace), with exactly one event
+// Ready follows the root (watched) and the profile (a change to it enqueues the workspace), with exactly one event
 // per flip however many reconciles run in between.
 func TestWorkspaceReadyFollowsRootAndProfile(t *testing.T) {
 	h := newHarness(t, harnessOptions{interval: 20 * time.Millisecond})
@@ -39,10 +40,10 @@ func TestWorkspaceReadyFollowsRootAndProfile(t *testing.T) {
 		{name: "profile_declared", change: func() { h.declare(profile("coder", "", nil)) },
 			status: v1alpha1.ConditionTrue, reason: controllers.ReasonWorkspaceReady,
 			message: "root " + root + " is a directory and profile coder is declared", eventType: v1alpha1.EventNormal},
-		{name: "root_replaced_by_a_file", change: func() { remove(t, root); writeFile(t, root) },
+		{name: "root_replaced_by_a_file", change: func() { replace(t, root, writeFile) },
 			status: v1alpha1.ConditionFalse, reason: controllers.ReasonRootNotDirectory,
 			message: "root " + root + " is not a directory", eventType: v1alpha1.EventWarning},
-		{name: "root_a_directory_again", change: func() { remove(t, root); mkdir(t, root) },
+		{name: "root_a_directory_again", change: func() { replace(t, root, mkdir) },
 			status: v1alpha1.ConditionTrue, reason: controllers.ReasonWorkspaceReady, eventType: v1alpha1.EventNormal},
 		{name: "profile_deleted", change: func() { h.s.Desired.Delete(controllers.ProfileKey("coder")) },
 			status: v1alpha1.ConditionFalse, reason: controllers.ReasonProfileMissing,
@@ -159,6 +160,22 @@ func mkdir(t *testing.T, path string) {
 func remove(t *testing.T, path string) {
 	t.Helper()
 	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replace swaps what is at path for what make creates, in one step
+// (renameat2 RENAME_EXCHANGE), so that nothing sees path missing between
+// the two: the roots are watched, and a remove-then-create would be two
+// flips.
+func replace(t *testing.T, path string, make func(*testing.T, string)) {
+	t.Helper()
+	tmp := path + ".new"
+	make(t, tmp)
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
 	}
 }

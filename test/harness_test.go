@@ -38,7 +38,11 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	build := exec.Command("go", "build", "-race", "-o", dir+"/", "../cmd/marshald", "../cmd/marshalctl")
+	args := []string{"build", "-o", dir + "/"}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/marshald", "../cmd/marshalctl")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return 0, fmt.Errorf("building the binaries: %w", err)
@@ -49,7 +53,7 @@ func run(m *testing.M) (int, error) {
 
 // daemon is one marshald run by a test.
 type daemon struct {
-	t       *testing.T
+	t       testing.TB
 	config  string // config dir
 	state   string // state dir
 	socket  string
@@ -85,7 +89,7 @@ func (b *syncBuffer) String() string {
 
 // newDaemon prepares a daemon on fresh directories and a private cgroup
 // subtree; start runs it.
-func newDaemon(t *testing.T) *daemon {
+func newDaemon(t testing.TB) *daemon {
 	t.Helper()
 	tree := testutil.NewCgroupTree(t)
 	dir := t.TempDir()
@@ -181,10 +185,15 @@ func (d *daemon) ctl(args ...string) result {
 
 func (d *daemon) ctlIn(stdin io.Reader, args ...string) result {
 	d.t.Helper()
-	cmd := exec.Command(filepath.Join(bin, "marshalctl"), append([]string{"--socket", d.socket}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.Deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "marshalctl"), append([]string{"--socket", d.socket}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		d.t.Fatalf("marshalctl %s did not finish within %v", strings.Join(args, " "), testutil.Deadline)
+	}
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
@@ -223,9 +232,11 @@ func (d *daemon) write(name, content string) {
 type watch struct {
 	mu      sync.Mutex
 	objects map[string]json.RawMessage
-	wake    chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// observed is each object's status.observedGeneration.
+	observed map[string]int64
+	wake     chan struct{}
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 func (d *daemon) watch(kind string) *watch {
@@ -241,7 +252,7 @@ func (d *daemon) watch(kind string) *watch {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w := &watch{objects: map[string]json.RawMessage{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	w := &watch{objects: map[string]json.RawMessage{}, observed: map[string]int64{}, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		dec := json.NewDecoder(bufio.NewReader(out))
@@ -261,29 +272,32 @@ func (d *daemon) watch(kind string) *watch {
 	return w
 }
 
+// header is what the watch reads of every object.
+type header struct {
+	Items    []json.RawMessage `json:"items"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+	} `json:"status"`
+}
+
 func (w *watch) add(raw json.RawMessage) {
-	var obj struct {
-		Items    []json.RawMessage `json:"items"`
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
+	var obj header
 	if json.Unmarshal(raw, &obj) != nil {
 		return
 	}
-	w.mu.Lock()
+	items := []json.RawMessage{raw}
 	if obj.Items != nil {
-		for _, it := range obj.Items {
-			var o struct {
-				Metadata struct {
-					Name string `json:"name"`
-				} `json:"metadata"`
-			}
-			json.Unmarshal(it, &o)
-			w.objects[o.Metadata.Name] = it
-		}
-	} else {
-		w.objects[obj.Metadata.Name] = raw
+		items = obj.Items
+	}
+	w.mu.Lock()
+	for _, it := range items {
+		var h header
+		json.Unmarshal(it, &h)
+		w.objects[h.Metadata.Name] = it
+		w.observed[h.Metadata.Name] = h.Status.ObservedGeneration
 	}
 	w.mu.Unlock()
 	select {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -561,8 +562,25 @@ func isNull(n *yaml.Node) bool {
 // isString reports whether n is a string scalar. A plain date (2024-01-01)
 // counts: it is text unless something asks for a timestamp.
 func isString(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && (n.Tag == "!!str" || n.Tag == "!!timestamp")
+	if n.Kind != yaml.ScalarNode {
+		return false
+	}
+	switch n.Tag {
+	case "!!str", "!!timestamp":
+		return true
+	case "!!int", "!!float":
+		// The parser reads some plain scalars as YAML 1.2 numbers ("0o17",
+		// even "0o-0") that YAML 1.1 tools, kubectl's among them, read and
+		// write as strings. Only the forms both read as numbers are
+		// numbers to a string field.
+		return n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 && !commonNumber.MatchString(n.Value)
+	}
+	return false
 }
+
+// commonNumber matches the numbers of both YAML 1.1 and YAML 1.2: decimal
+// and hexadecimal integers, decimal floats, infinities and NaN.
+var commonNumber = regexp.MustCompile(`^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 
 func parseBool(n *yaml.Node) (bool, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {

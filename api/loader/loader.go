@@ -185,10 +185,10 @@ func loadDocument(path string, doc *yaml.Node) (*Object, []*Error) {
 	d.value(top, reflect.ValueOf(obj).Elem(), kindPlans[kind])
 	name := obj.GetObjectMeta().Name
 	if len(d.errs) > 0 {
-		if name == "" && !d.stopped {
+		namePath := v1alpha1.NewPath("metadata", "name")
+		if name == "" && !d.stopped && !slices.ContainsFunc(d.errs, func(e *Error) bool { return e.Field == namePath.String() }) {
 			// Validation, which would say so, does not run on an object
 			// that did not decode.
-			namePath := v1alpha1.NewPath("metadata", "name")
 			d.errs = append(d.errs, &Error{
 				Line: lineOf(root, namePath), Field: namePath.String(),
 				Message: "required", class: ErrInvalid,

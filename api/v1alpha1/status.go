@@ -98,6 +98,13 @@ type HostStatus struct {
 
 // AdmissionStatus is the admission authority's view of the host.
 type AdmissionStatus struct {
+	// Ready reports whether the authority can decide; NotReady says why
+	// not (host_unset, plan_unset, journal_failed).
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"notReady,omitempty"`
+	// Capacity is the work capacity the authority reserves from: the
+	// declared capacity, or the measured one less a system reservation.
+	Capacity Amounts `json:"capacity"`
 	// Target is the capacity the authority admits against now: Capacity
 	// scaled by pressure.
 	Target Amounts `json:"target"`
@@ -109,8 +116,8 @@ type AdmissionStatus struct {
 	Pressure string `json:"pressure"`
 	// PressureReason names the signal behind Pressure.
 	PressureReason string `json:"pressureReason,omitempty"`
-	// Attempts counts attempts by phase.
-	Attempts map[string]int64 `json:"attempts,omitempty"`
+	// Charged is the number of attempts holding a reservation.
+	Charged int64 `json:"charged"`
 }
 
 // KindAgent is the kind of observed agents. Agents are not declared: each

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/marshal-dev/marshal/internal/version"
 )
 
 // Main runs marshald with command-line args (without the program name),
@@ -58,6 +60,10 @@ Stopping marshald never stops the agents it launched.`,
 	f.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
 	f.StringVar(&allowGroup, "allow-group", "", "also let members of this group (name or gid) use the socket")
 	f.DurationVar(&cfg.Relist, "relist-interval", cfg.Relist, "interval of the periodic relist and drift checks")
+	f.BoolVar(&cfg.InitJournal, "init-journal", false, "create the admission journal if it is missing (only needed after it was lost)")
+	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "also serve /metrics on this loopback address, such as 127.0.0.1:9469")
+	cmd.Version = version.Get().String()
+	cmd.SetVersionTemplate("marshald {{.Version}}\n")
 	cmd.SetArgs(args)
 	cmd.SetOut(stderr)
 	cmd.SetErr(stderr)

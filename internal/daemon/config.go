@@ -38,6 +38,14 @@ type Config struct {
 	// Relist is the interval of the periodic relist of the config dir and
 	// of the drift and readiness checks.
 	Relist time.Duration
+	// InitJournal creates the admission journal when it is missing. A
+	// first start on an empty state dir creates it without being asked;
+	// after that, a missing journal means it was lost, and marshald
+	// refuses to start unless told to begin a new one.
+	InitJournal bool
+	// MetricsAddress, when set, also serves /metrics on this loopback TCP
+	// address.
+	MetricsAddress string
 }
 
 // DefaultConfig returns the defaults of the mode that euid implies, from
@@ -105,6 +113,9 @@ func (c Config) Validate() error {
 
 // stateFile is the state database inside the state dir.
 func (c Config) stateFile() string { return filepath.Join(c.StateDir, "state.db") }
+
+// journalFile is the admission journal inside the state dir.
+func (c Config) journalFile() string { return filepath.Join(c.StateDir, "admission.db") }
 
 // absolute makes the directories absolute, so a later chdir or a relative
 // path in messages cannot mislead.

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -16,17 +17,18 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/marshal-dev/marshal/controllers"
+	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
 	"github.com/marshal-dev/marshal/internal/events"
 	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/internal/metrics"
 	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/internal/state"
+	"github.com/marshal-dev/marshal/internal/version"
 )
-
-// Version is marshald's version, set at build time.
-var Version = "dev"
 
 // Daemon is one run of marshald.
 type Daemon struct {
@@ -35,76 +37,132 @@ type Daemon struct {
 	clock   clock.WithTicker
 	started time.Time
 
-	db       *state.DB
-	recorder *events.Recorder
-	backend  cgroup.Backend
-	stores   *controllers.Stores
-	source   *source.Source
-	manager  *controllers.Manager
-	server   *apiserver.Server
-	ready    atomic.Bool
+	db        *state.DB
+	auth      *admission.Authority
+	pressure  *pressure.Monitor
+	metrics   *metrics.Metrics
+	recorder  *events.Recorder
+	backend   cgroup.Backend
+	stores    *controllers.Stores
+	source    *source.Source
+	manager   *controllers.Manager
+	server    *apiserver.Server
+	view      *view
+	ln        net.Listener
+	metricsLn net.Listener
+	ready     atomic.Bool
+	// closers close what New opened, in reverse order.
+	closers []func() error
 }
 
 // Run runs marshald with cfg until ctx ends. Cancellation is a clean
 // stop: it returns nil. Agents keep running.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	if err := cfg.Validate(); err != nil {
+	d, err := New(ctx, cfg, log)
+	if err != nil {
 		return err
 	}
+	return d.Run(ctx)
+}
+
+// New opens everything marshald needs (state, backend, socket) and wires
+// its components; Run runs them. On error nothing is left open.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if err := cfg.absolute(); err != nil {
-		return err
+		return nil, err
 	}
 	d := &Daemon{cfg: cfg, log: log, clock: clock.RealClock{}}
 	d.started = d.clock.Now().UTC().Truncate(time.Second)
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
 
-	var err error
+	_, statErr := os.Stat(cfg.stateFile())
+	firstStart := errors.Is(statErr, fs.ErrNotExist)
 	if d.db, err = state.Open(cfg.stateFile()); err != nil {
 		if errors.Is(err, state.ErrInUse) {
-			return fmt.Errorf("%w: is another marshald running with state dir %s?", err, cfg.StateDir)
+			return nil, fmt.Errorf("%w: is another marshald running with state dir %s?", err, cfg.StateDir)
 		}
-		return err
+		return nil, err
 	}
-	defer d.db.Close()
+	d.closers = append(d.closers, d.db.Close)
 	if d.recorder, err = events.New(events.Options{Store: d.db, Logger: log}); err != nil {
-		return fmt.Errorf("loading events: %w", err)
+		return nil, fmt.Errorf("loading events: %w", err)
 	}
 	d.backend, err = detect.Open(ctx, detect.Options{Backend: cfg.Backend, CgroupRoot: cfg.CgroupRoot, User: cfg.Mode == ModeUser})
 	if err != nil {
-		return fmt.Errorf("cgroup backend: %w", err)
+		return nil, fmt.Errorf("cgroup backend: %w", err)
 	}
-	if c, ok := d.backend.(io.Closer); ok {
-		defer c.Close()
+	d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
+	if err := d.openAuthority(firstStart); err != nil {
+		return nil, err
 	}
 	d.stores = controllers.NewStores()
 	decl, err := newDeclarer(d.stores, d.db, d.clock, log)
 	if err != nil {
-		return fmt.Errorf("loading generations: %w", err)
+		return nil, fmt.Errorf("loading generations: %w", err)
 	}
 	d.source = source.New(source.Options{
 		Dir: cfg.ConfigDir, Sink: decl, Store: d.db, Recorder: d.recorder,
 		Logger: log, Relist: cfg.Relist,
 	})
-	d.manager, err = controllers.Setup(d.stores, d.backend, d.recorder, controllers.Options{Interval: cfg.Relist, Logger: log})
+	queues := metrics.NewWorkqueue()
+	d.manager, err = controllers.Setup(d.stores, d.backend, d.recorder, controllers.Options{
+		Interval: cfg.Relist, Logger: log, MetricsProvider: queues,
+	})
 	if err != nil {
-		return err
+		return nil, err
+	}
+	d.wireAuthority()
+	if err := d.newMetrics(queues); err != nil {
+		return nil, err
 	}
 	opts := apiserver.Options{Logger: log}
-	var ln net.Listener
 	if cfg.AllowGID >= 0 {
 		gid := uint32(cfg.AllowGID)
 		opts.AllowGID = &gid
-		ln, err = apiserver.ListenGroup(cfg.Socket, cfg.AllowGID)
+		d.ln, err = apiserver.ListenGroup(cfg.Socket, cfg.AllowGID)
 	} else {
-		ln, err = apiserver.Listen(cfg.Socket)
+		d.ln, err = apiserver.Listen(cfg.Socket)
 	}
 	if err != nil {
-		return fmt.Errorf("socket %s: %w", cfg.Socket, err)
+		return nil, fmt.Errorf("socket %s: %w", cfg.Socket, err)
 	}
-	d.server = apiserver.New(newView(d), opts)
+	d.closers = append(d.closers, d.ln.Close)
+	d.view = newView(d)
+	d.server = apiserver.New(d.view, opts)
+	d.server.Handle("GET /metrics", d.metrics.Handler())
+	d.server.Handle("GET "+localapi.BackupPath, http.HandlerFunc(d.serveBackup))
+	if cfg.MetricsAddress != "" {
+		if d.metricsLn, err = metrics.ListenTCP(ctx, cfg.MetricsAddress); err != nil {
+			return nil, fmt.Errorf("--metrics-address: %w", err)
+		}
+		d.closers = append(d.closers, d.metricsLn.Close)
+	}
+	return d, nil
+}
 
-	log.Info("starting", "version", Version, "mode", cfg.Mode, "config", cfg.ConfigDir, "state", cfg.StateDir,
-		"socket", cfg.Socket, "backend", d.backend.Name())
-	return d.run(ctx, ln)
+// Run runs the daemon until ctx ends, then closes what New opened.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.close()
+	d.log.Info("starting", "version", version.Get().String(), "mode", d.cfg.Mode, "config", d.cfg.ConfigDir, "state", d.cfg.StateDir,
+		"socket", d.cfg.Socket, "backend", d.backend.Name())
+	return d.run(ctx, d.ln)
+}
+
+// close closes what New opened, last first.
+func (d *Daemon) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		if err := d.closers[i](); err != nil && !errors.Is(err, net.ErrClosed) {
+			d.log.Warn("closing", "err", err)
+		}
+	}
+	d.closers = nil
 }
 
 // run starts every component and waits for all of them. The first to
@@ -113,7 +171,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 8)
 	start := func(name string, fn func(context.Context) error) {
 		wg.Go(func() {
 			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -122,7 +180,13 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 			}
 		})
 	}
+	start("admission", d.auth.Run)
+	wg.Go(func() { d.followAdmission(ctx) })
+	start("pressure", d.pressure.Run)
 	start("source", d.source.Start)
+	if d.metricsLn != nil {
+		start("metrics", func(ctx context.Context) error { return d.metrics.Serve(ctx, d.metricsLn) })
+	}
 	// The controllers start once the config dir is declared: before, every
 	// live scope would look orphaned.
 	start("controllers", func(ctx context.Context) error {
@@ -181,7 +245,7 @@ func (d *Daemon) notifyReady(ctx context.Context) {
 func (d *Daemon) info() localapi.Info {
 	st := d.source.Status()
 	info := localapi.Info{
-		Version: Version, PID: os.Getpid(), UID: os.Geteuid(), Mode: d.cfg.Mode,
+		Version: version.Get().Version, PID: os.Getpid(), UID: os.Geteuid(), Mode: d.cfg.Mode,
 		ConfigDir: d.cfg.ConfigDir, StateDir: d.cfg.StateDir, Socket: d.cfg.Socket,
 		Backend: d.backend.Name(), Ready: d.ready.Load(),
 		Source: localapi.SourceStatus{

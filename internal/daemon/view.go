@@ -135,6 +135,7 @@ func (v *view) withStatus(obj v1alpha1.Object) v1alpha1.Object {
 		o.Status, _ = s.Workspaces.Get(key)
 	case *v1alpha1.Host:
 		o.Status, _ = s.Hosts.Get(key)
+		o.Status.Admission = v.d.admissionStatus()
 	}
 	return obj
 }

@@ -16,6 +16,8 @@ const (
 	DeletePath       = "/v1/delete"
 	ConfirmEmptyPath = "/v1/confirm-empty"
 	DoctorPath       = "/v1/doctor"
+	// BackupPath streams a consistent copy of the admission journal.
+	BackupPath = "/v1/admin/backup"
 )
 
 // Query parameters.

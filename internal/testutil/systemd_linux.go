@@ -288,6 +288,25 @@ func (m *UserManager) waitSockets(ctx context.Context) error {
 	}
 }
 
+// dialBus connects to the manager's bus. systemd binds the socket before
+// it listens on it, so a connection in between is refused: that one answer
+// is retried, briefly, until ctx ends.
+func (m *UserManager) dialBus(ctx context.Context) (*dbus.Conn, error) {
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		conn, err := dbus.Dial(m.BusAddress)
+		if err == nil || !errors.Is(err, syscall.ECONNREFUSED) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-m.exited:
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
 func isSocket(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().Type() == fs.ModeSocket
@@ -298,7 +317,7 @@ func isSocket(path string) bool {
 // manager joins the bus only once it runs, so a client that called the
 // manager right after the socket appeared could find nobody there.
 func (m *UserManager) waitBusName(ctx context.Context) error {
-	conn, err := dbus.Dial(m.BusAddress)
+	conn, err := m.dialBus(ctx)
 	if err != nil {
 		return fmt.Errorf("dialing %s: %w", m.BusAddress, err)
 	}

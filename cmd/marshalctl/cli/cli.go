@@ -84,7 +84,15 @@ governs coding agents on this host.
 
 It finds marshald by --socket, else $MARSHAL_SOCKET, else the socket of
 this user's mode: /run/marshal/marshal.sock for root,
-$XDG_RUNTIME_DIR/marshal.sock for anyone else.`,
+$XDG_RUNTIME_DIR/marshal.sock for anyone else.
+
+marshalctl completion prints a script that completes commands, kinds and
+object names in bash, zsh or fish.`,
+		Example: `  marshalctl validate manifests/
+  marshalctl apply -f manifests/
+  marshalctl get workspaces
+  marshalctl describe profile coder
+  marshalctl --socket /run/marshal/marshal.sock doctor`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// A root with Args set reports a mistyped command as a usage error
@@ -105,7 +113,8 @@ $XDG_RUNTIME_DIR/marshal.sock for anyone else.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	})
-	root.CompletionOptions.HiddenDefaultCmd = true
+	// The completion command below replaces cobra's default one.
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.socket, "socket", "",
 		"marshald's socket (default $MARSHAL_SOCKET, else the socket of this user's mode)")
 	root.AddCommand(
@@ -118,7 +127,17 @@ $XDG_RUNTIME_DIR/marshal.sock for anyone else.`,
 		newDeleteCmd(g, s),
 		newDoctorCmd(g, s),
 		newIdentifyCmd(s),
+		newVersionCmd(g, s),
+		newCompletionCmd(s),
 	)
+	// Made now rather than at Execute, so that it gets an example too.
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Example = "  marshalctl help get\n  marshalctl help completion"
+		}
+	}
+	addCompletions(root, g)
 	return root
 }
 

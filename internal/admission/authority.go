@@ -1,0 +1,839 @@
+package admission
+
+import (
+	"container/heap"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/utils/clock"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/scope"
+)
+
+// PressureSource says which pressure level is in force; pressure.Monitor
+// and pressure.Controller are ones.
+type PressureSource interface {
+	Status(now time.Time) pressure.Status
+}
+
+// Options configures Open. Zero fields take the defaults.
+type Options struct {
+	// Clock is the real clock by default.
+	Clock clock.Clock
+	// Inspector reads kernel identities; Procfs by default.
+	Inspector Inspector
+	// Pressure is the pressure level in force. Without one the authority
+	// stays closed: critical, not_sampled.
+	Pressure PressureSource
+	// Measure measures the machine for capacity the Host omits;
+	// MeasureMachine by default.
+	Measure func() (Machine, error)
+	// LockTimeout is how long Open waits for the journal's lock;
+	// DefaultLockTimeout by default.
+	LockTimeout time.Duration
+
+	// maxSize, when set by tests, caps the journal file's size so that a
+	// commit that must grow it fails: a real write failure on demand.
+	maxSize int
+}
+
+// hostInputs are what the host controller and the backend's probe set.
+type hostInputs struct {
+	capacity Budget
+	source   CapacitySource
+	ttl      time.Duration
+	hostSet  bool
+	plan     *Plan
+}
+
+// Authority is the admission authority over one journal. Its methods are
+// safe for concurrent use; they block until Run has answered them, so Run
+// must be running.
+type Authority struct {
+	db        *bolt.DB
+	clock     clock.Clock
+	inspector Inspector
+	pressure  PressureSource
+	measure   func() (Machine, error)
+	bootID    string
+	// epoch tells principals of this opening from those of an earlier one.
+	epoch uint64
+
+	queue    chan *request
+	stopped  chan struct{}
+	stopOnce sync.Once
+	running  atomic.Bool
+	// reqs is the writer's reusable request slice.
+	reqs []*request
+
+	// inMu guards the field that follows.
+	inMu   sync.Mutex
+	inputs hostInputs
+
+	// mu guards the fields that follow. The writer goroutine changes led
+	// under it and reads led without it, being its only writer. inMu and
+	// mu are never held together.
+	mu      sync.Mutex
+	led     ledger
+	failed  error
+	changed chan struct{} // closed at the next commit
+}
+
+// Open opens the journal at path, checks it, recovers it for this boot
+// and returns the authority; Run must then be started. A missing,
+// corrupt, foreign, unknown-schema or inconsistent journal is refused
+// (ErrJournalMissing, ErrJournalCorrupt, ErrJournalForeign,
+// ErrJournalSchema, ErrJournalInconsistent) and left as it was; a journal
+// another process holds is ErrJournalInUse.
+//
+// Recovery, in one transaction and only if it changes something: prepared
+// attempts of an earlier boot expire, other charged attempts of an
+// earlier boot are released (previous_boot), and committed attempts of
+// this boot become suspect until evidence settles them.
+func Open(path string, opts Options) (*Authority, error) {
+	a := &Authority{
+		clock:     opts.Clock,
+		inspector: opts.Inspector,
+		pressure:  opts.Pressure,
+		measure:   opts.Measure,
+		queue:     make(chan *request),
+		stopped:   make(chan struct{}),
+		changed:   make(chan struct{}),
+	}
+	if a.clock == nil {
+		a.clock = clock.RealClock{}
+	}
+	if a.inspector == nil {
+		a.inspector = Procfs{}
+	}
+	if a.pressure == nil {
+		a.pressure = pressure.Fixed{Level: pressure.Critical, Reason: pressure.ReasonNotSampled}
+	}
+	if a.measure == nil {
+		a.measure = MeasureMachine
+	}
+	timeout := opts.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	boot, err := a.inspector.BootID()
+	if err != nil {
+		return nil, err
+	}
+	a.bootID = boot
+	var e [8]byte
+	rand.Read(e[:])
+	a.epoch = binary.LittleEndian.Uint64(e[:]) | 1
+	db, l, err := openBolt(path, timeout, opts.maxSize, boot)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.recover) > 0 {
+		recs := map[string]*Record{}
+		t := l.totals
+		for _, r := range l.recover {
+			n := recovered(r, boot)
+			recs[n.ID] = n
+			t.Charged = t.Charged.Sub(r.charge()).Add(n.charge())
+			if !n.Phase.Charged() {
+				t.Count--
+				delete(l.charged, n.ID)
+			}
+		}
+		if err := db.Update(func(tx *bolt.Tx) error { return writeRecords(tx, recs, t) }); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("recovering %s: %w: %w", path, ErrJournalFailed, err)
+		}
+		l.totals = t
+	}
+	a.db = db
+	a.led = ledger{totals: l.totals, charged: l.charged, prepared: l.prepared, owners: l.owners}
+	for id, at := range l.prepared {
+		a.led.due = append(a.led.due, deadline{at, id})
+	}
+	heap.Init(&a.led.due)
+	return a, nil
+}
+
+// Close releases the journal and its lock. Call it after Run returned;
+// requests made after Close fail with ErrClosed.
+func (a *Authority) Close() error {
+	a.stop()
+	return a.db.Close()
+}
+
+func (a *Authority) stop() { a.stopOnce.Do(func() { close(a.stopped) }) }
+
+func (a *Authority) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.failed == nil {
+		a.failed = fmt.Errorf("%w: %w", ErrJournalFailed, err)
+	}
+}
+
+func (a *Authority) failure() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
+}
+
+// do hands fn to the writer and waits for its answer. Once the writer has
+// taken a request it always answers, after the commit, so the wait does
+// not watch ctx: an answer given before the commit could be a lie.
+func (a *Authority) do(ctx context.Context, now time.Time, fn func(*batch) (any, error)) (any, error) {
+	if err := a.failure(); err != nil {
+		return nil, err
+	}
+	r := &request{ctx: ctx, now: now, fn: fn, done: make(chan struct{})}
+	select {
+	case a.queue <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-a.stopped:
+		if err := a.failure(); err != nil {
+			return nil, err
+		}
+		return nil, ErrClosed
+	}
+	<-r.done
+	return r.val, r.err
+}
+
+func call[T any](ctx context.Context, a *Authority, now time.Time, fn func(*batch) (T, error)) (T, error) {
+	v, err := a.do(ctx, now, func(b *batch) (any, error) { return fn(b) })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v.(T), nil
+}
+
+// Changed returns a channel that is closed when the journal next commits
+// a change, for watchers of Snapshot and Charged.
+func (a *Authority) Changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
+// SetHost sets the work capacity from the Host's declared capacity (nil,
+// or a field omitted: measured less SystemReservation) and its
+// prepared_ttl (zero: v1alpha1.DefaultPreparedTTL). Existing reservations
+// are never revoked when the capacity shrinks.
+func (a *Authority) SetHost(capacity *v1alpha1.Capacity, preparedTTL time.Duration) error {
+	if preparedTTL < 0 {
+		return fmt.Errorf("prepared_ttl %s: %w", preparedTTL, ErrInvalidRequest)
+	}
+	if preparedTTL == 0 {
+		preparedTTL = v1alpha1.DefaultPreparedTTL
+	}
+	b, src, err := WorkCapacity(capacity, a.measure)
+	if err != nil {
+		return err
+	}
+	a.inMu.Lock()
+	defer a.inMu.Unlock()
+	a.inputs.capacity, a.inputs.source, a.inputs.ttl, a.inputs.hostSet = b, src, preparedTTL, true
+	return nil
+}
+
+// SetPlan sets the per-resource plan from the cgroup backend's probe.
+func (a *Authority) SetPlan(caps cgroup.Capabilities) error {
+	p, err := PlanFrom(caps)
+	if err != nil {
+		return err
+	}
+	a.inMu.Lock()
+	defer a.inMu.Unlock()
+	a.inputs.plan = &p
+	return nil
+}
+
+func (a *Authority) hostInputs() hostInputs {
+	a.inMu.Lock()
+	defer a.inMu.Unlock()
+	return a.inputs
+}
+
+// target scales capacity by the pressure level in force at now.
+func target(capacity Budget, level pressure.Level) Budget {
+	switch level {
+	case pressure.Normal:
+		return capacity
+	case pressure.Constrained:
+		return capacity.Half()
+	}
+	return Budget{}
+}
+
+// NotReady says why the authority cannot decide.
+type NotReady string
+
+// Reasons the authority cannot decide.
+const (
+	NotReadyHostUnset     NotReady = "host_unset"
+	NotReadyPlanUnset     NotReady = "plan_unset"
+	NotReadyJournalFailed NotReady = "journal_failed"
+)
+
+// Snapshot is what `describe host` and metrics show.
+type Snapshot struct {
+	// Ready reports whether the authority can decide; NotReady says why
+	// not.
+	Ready    bool     `json:"ready"`
+	NotReady NotReady `json:"not_ready,omitempty"`
+	// Capacity is the work capacity, and where each resource of it came
+	// from.
+	Capacity       Budget         `json:"capacity"`
+	CapacitySource CapacitySource `json:"capacity_source"`
+	// Target is the capacity scaled by pressure; Committed what charged
+	// attempts hold; Free what is left for new ones (never below zero).
+	Target    Budget `json:"target"`
+	Committed Budget `json:"committed"`
+	Free      Budget `json:"free"`
+	// Charged counts the charged attempts.
+	Charged  int             `json:"charged"`
+	Pressure pressure.Status `json:"pressure"`
+	Plan     *Plan           `json:"plan,omitempty"`
+	// PreparedTTL is how long a prepared attempt waits for its launch.
+	PreparedTTL time.Duration `json:"prepared_ttl"`
+	// BootID is the boot the authority runs in.
+	BootID string `json:"boot_id"`
+}
+
+// Snapshot returns the authority's state as of the last commit.
+func (a *Authority) Snapshot() Snapshot {
+	in := a.hostInputs()
+	now := a.clock.Now()
+	ps := a.pressure.Status(now)
+	a.mu.Lock()
+	t, failed := a.led.totals, a.failed
+	a.mu.Unlock()
+	s := Snapshot{
+		Capacity:       in.capacity,
+		CapacitySource: in.source,
+		Committed:      t.Charged,
+		Charged:        t.Count,
+		Pressure:       ps,
+		PreparedTTL:    in.ttl,
+		BootID:         a.bootID,
+	}
+	if in.plan != nil {
+		p := *in.plan
+		s.Plan = &p
+	}
+	switch {
+	case failed != nil:
+		s.NotReady = NotReadyJournalFailed
+	case !in.hostSet:
+		s.NotReady = NotReadyHostUnset
+	case in.plan == nil:
+		s.NotReady = NotReadyPlanUnset
+	default:
+		s.Ready = true
+	}
+	s.Target = target(in.capacity, ps.Level)
+	s.Free = s.Target.RemainingAfter(t.Charged)
+	return s
+}
+
+// authorize checks that p is a registration of this opening that is still
+// the owner's current one.
+func (b *batch) authorize(p Principal) error {
+	if p.epoch != b.a.epoch || p.owner == "" {
+		return fmt.Errorf("not registered with this authority: %w", ErrUnauthorized)
+	}
+	o, ok := b.owner(p.owner)
+	if !ok || o.Generation != p.generation || o.Process != p.process {
+		return fmt.Errorf("owner %q generation %d is not current: %w", p.owner, p.generation, ErrUnauthorized)
+	}
+	return nil
+}
+
+// owned loads the attempt if p's owner admitted it; to anyone else it is
+// not found.
+func (b *batch) owned(p Principal, id string, now time.Time) (*Record, error) {
+	if err := b.authorize(p); err != nil {
+		return nil, err
+	}
+	r, err := b.load(id, now)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.Owner != p.owner || r.Generation != p.generation {
+		return nil, fmt.Errorf("attempt %s: %w", id, ErrNotFound)
+	}
+	return r, nil
+}
+
+func validKey(id string) error {
+	if !scope.ValidID(id) {
+		return fmt.Errorf("attempt key must be %d lowercase hex digits: %w", scope.IDLength, ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Register binds owner at generation to the caller's kernel identity: the
+// uid and pid the transport read with SO_PEERCRED, with the start time and
+// boot the authority reads itself. A first registration, or one with a
+// higher generation from the same uid, is recorded; re-registering the
+// same generation from the same process returns a principal and writes
+// nothing. A lower generation, another process at the same generation,
+// another uid or a caller that is not running is ErrUnauthorized.
+func (a *Authority) Register(ctx context.Context, owner string, generation uint64, peer Peer) (Principal, error) {
+	if !validOwner(owner) || generation == 0 || peer.PID <= 0 {
+		return Principal{}, fmt.Errorf("owner %q generation %d pid %d: %w", owner, generation, peer.PID, ErrInvalidRequest)
+	}
+	start, err := a.inspector.StartTime(peer.PID)
+	if errors.Is(err, ErrNoProcess) {
+		return Principal{}, fmt.Errorf("pid %d is not running: %w", peer.PID, ErrUnauthorized)
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	proc := Process{UID: peer.UID, PID: peer.PID, StartTime: start, BootID: a.bootID}
+	return call(ctx, a, a.clock.Now(), func(b *batch) (Principal, error) {
+		cur, ok := b.owner(owner)
+		switch {
+		case !ok:
+		case cur.Process.UID != proc.UID:
+			return Principal{}, fmt.Errorf("owner %q belongs to another uid: %w", owner, ErrUnauthorized)
+		case generation < cur.Generation:
+			return Principal{}, fmt.Errorf("owner %q generation %d is stale: %w", owner, generation, ErrUnauthorized)
+		case generation == cur.Generation && cur.Process != proc:
+			return Principal{}, fmt.Errorf("owner %q generation %d is held by another process: %w", owner, generation, ErrUnauthorized)
+		}
+		if !ok || generation > cur.Generation {
+			b.putOwner(ownerRecord{Name: owner, Generation: generation, Process: proc})
+		}
+		return Principal{owner: owner, generation: generation, process: proc, epoch: a.epoch}, nil
+	})
+}
+
+// Admit records attempt key for p: prepared, with a reservation whose
+// deadline is prepared_ttl after the moment before the request was taken,
+// or denied: resource_policy_unsupported when a minimum level is above
+// the plan, resource_unavailable when the request does not fit what the
+// target leaves in cpu, memory or tasks. A denial is recorded and final.
+//
+// A key admitted before returns its stored record, whatever capacity is
+// free now, if digest and intent are the same and p admitted it;
+// otherwise it is ErrAttemptConflict. Without host capacity or a plan it
+// is ErrUnavailable, and nothing is recorded.
+func (a *Authority) Admit(ctx context.Context, p Principal, key, digest string, intent Intent) (Record, error) {
+	now := a.clock.Now()
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	fp, err := Fingerprint(digest, intent)
+	if err != nil {
+		return Record{}, err
+	}
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		if err := b.authorize(p); err != nil {
+			return Record{}, err
+		}
+		r, err := b.load(key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		if r != nil {
+			if r.Fingerprint != fp || r.Owner != p.owner || r.Generation != p.generation {
+				return Record{}, fmt.Errorf("attempt %s: %w", key, ErrAttemptConflict)
+			}
+			return *r, nil
+		}
+		in := a.hostInputs()
+		if !in.hostSet || in.plan == nil {
+			return Record{}, fmt.Errorf("no host capacity or plan yet: %w", ErrUnavailable)
+		}
+		n := &Record{
+			ID: key, Owner: p.owner, Generation: p.generation, OwnerProcess: p.process,
+			Digest: digest, Fingerprint: fp, Intent: intent, BootID: a.bootID,
+		}
+		switch {
+		case !in.plan.Satisfies(intent.Minimum):
+			n.Phase, n.Denial = PhaseDenied, DenialPolicyUnsupported
+		case !intent.Requested.Fits(target(in.capacity, a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
+			n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
+		default:
+			plan := *in.plan
+			n.Phase, n.Plan = PhasePrepared, &plan
+			n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
+		}
+		if err := b.put(nil, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// BeginLaunch commits a prepared attempt to its launch before its
+// deadline (prepared → launch_committed) and returns a one-time permit;
+// only its hash is stored. For any other phase it returns the attempt and
+// no permit: a replay never grants a second launch.
+func (a *Authority) BeginLaunch(ctx context.Context, p Principal, key string) (Launch, error) {
+	now := a.clock.Now()
+	if err := validKey(key); err != nil {
+		return Launch{}, err
+	}
+	return call(ctx, a, now, func(b *batch) (Launch, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Launch{}, err
+		}
+		if r.Phase != PhasePrepared {
+			return Launch{Record: *r}, nil
+		}
+		permit := newPermit()
+		n := r.clone()
+		n.Phase, n.permitHash = PhaseLaunchCommitted, permit.hash()
+		if err := b.put(r, n); err != nil {
+			return Launch{}, err
+		}
+		return Launch{Record: *n, Permit: permit}, nil
+	})
+}
+
+// alive checks that the principal's process still runs as itself.
+func (a *Authority) alive(p Principal) error {
+	start, err := a.inspector.StartTime(p.process.PID)
+	if errors.Is(err, ErrNoProcess) || (err == nil && start != p.process.StartTime) {
+		return fmt.Errorf("pid %d is no longer the registered process: %w", p.process.PID, ErrUnauthorized)
+	}
+	return err
+}
+
+// BindScope binds a committed launch to its scope (launch_committed →
+// scope_bound), on fresh read-back evidence that the scope named for the
+// attempt exists and holds every planned limit; ev.ObservedAt must be at
+// most MaxEvidenceAge before the call. The caller's process is recorded
+// as the one moved into the scope. Binding the same scope again returns
+// the record; a wrong permit is ErrUnauthorized, evidence that does not
+// confirm the plan ErrEvidence, and any phase but launch_committed
+// ErrInvalidTransition.
+func (a *Authority) BindScope(ctx context.Context, p Principal, key string, permit Permit, ev ScopeEvidence) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	if err := a.alive(p); err != nil {
+		return Record{}, err
+	}
+	// Freshness is judged after the evidence was gathered.
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		if !permit.matches(r.permitHash) {
+			return Record{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+		}
+		if r.Phase == PhaseScopeBound && r.Scope == ev.Name {
+			return *r, nil
+		}
+		if r.Phase != PhaseLaunchCommitted || r.Scope != "" {
+			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+		}
+		switch {
+		case ev.Name != r.scopeName():
+			return Record{}, fmt.Errorf("attempt %s: evidence is for scope %q: %w", key, ev.Name, ErrEvidence)
+		case !ev.fresh(now):
+			return Record{}, fmt.Errorf("attempt %s: evidence observed at %s is not fresh: %w", key, ev.ObservedAt.Format(time.RFC3339Nano), ErrEvidence)
+		case !ev.Exists:
+			return Record{}, fmt.Errorf("attempt %s: scope does not exist: %w", key, ErrEvidence)
+		case !r.Plan.confirms(ev.Applied, r.Reservation.Quantities):
+			return Record{}, fmt.Errorf("attempt %s: read-back limits do not confirm the plan: %w", key, ErrEvidence)
+		}
+		n := r.clone()
+		root := p.process
+		applied := ev.Applied
+		applied.Enforced = maps.Clone(ev.Applied.Enforced)
+		n.Phase, n.Scope, n.Root, n.Applied = PhaseScopeBound, ev.Name, &root, &applied
+		if err := b.put(r, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// AuthorizeRun authorizes the bound process to exec (scope_bound →
+// run_authorized) and returns MayExec true, once. Asking again returns
+// MayExec false, so a lost answer never permits a second exec. The caller
+// must be the process bound into the scope and present the permit.
+func (a *Authority) AuthorizeRun(ctx context.Context, p Principal, key string, permit Permit) (Run, error) {
+	if err := validKey(key); err != nil {
+		return Run{}, err
+	}
+	if err := a.alive(p); err != nil {
+		return Run{}, err
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Run, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Run{}, err
+		}
+		if !permit.matches(r.permitHash) {
+			return Run{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+		}
+		if r.Phase != PhaseScopeBound && r.Phase != PhaseRunAuthorized {
+			return Run{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+		}
+		if r.Root == nil || *r.Root != p.process {
+			return Run{}, fmt.Errorf("attempt %s: caller is not the bound process: %w", key, ErrUnauthorized)
+		}
+		if r.Phase == PhaseRunAuthorized {
+			return Run{Record: *r}, nil
+		}
+		n := r.clone()
+		n.Phase = PhaseRunAuthorized
+		if err := b.put(r, n); err != nil {
+			return Run{}, err
+		}
+		return Run{Record: *n, MayExec: true}, nil
+	})
+}
+
+// AbandonLaunch is the owner's report that a committed launch created
+// nothing and never will: its reservation is released (no_helper_created),
+// which proves the execution never started. It applies to committed,
+// draining or suspect attempts with no scope; an attempt with a scope is
+// settled only by that scope's end (ErrInvalidTransition), as is a
+// prepared one (cancel it instead). A settled attempt is returned as it
+// is.
+func (a *Authority) AbandonLaunch(ctx context.Context, p Principal, key string, reason AbandonReason) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	if !reason.valid() {
+		return Record{}, fmt.Errorf("abandon reason %q: %w", reason, ErrInvalidRequest)
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		switch {
+		case r.Phase.Terminal():
+			return *r, nil
+		case r.Scope != "", r.Phase == PhasePrepared, r.Phase == PhaseScopeBound, r.Phase == PhaseRunAuthorized:
+			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+		}
+		n := r.clone()
+		n.Phase, n.Release, n.Abandoned = PhaseReleased, ReleaseNoHelperCreated, reason
+		if err := b.put(r, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// Cancel cancels an attempt: prepared → cancelled, returning its
+// reservation; launch_committed, scope_bound or run_authorized → draining,
+// which fences any late bind or authorization while the reservation stays
+// charged until the scope ends. Draining, suspect and settled attempts
+// are returned unchanged and nothing is written; a prepared attempt past
+// its deadline reports that it expired.
+func (a *Authority) Cancel(ctx context.Context, p Principal, key string) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		var next Phase
+		switch r.Phase {
+		case PhasePrepared:
+			next = PhaseCancelled
+		case PhaseLaunchCommitted, PhaseScopeBound, PhaseRunAuthorized:
+			next = PhaseDraining
+		default:
+			return *r, nil
+		}
+		n := r.clone()
+		n.Phase = next
+		if err := b.put(r, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// Lookup returns p's attempt key as of now.
+func (a *Authority) Lookup(ctx context.Context, p Principal, key string) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		r, err := b.owned(p, key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		return *r, nil
+	})
+}
+
+// Reconcile settles a charged attempt on evidence of its scope, for the
+// agent controller (a trusted caller: there is no principal). ev must
+// name the scope of the attempt and be fresh, or it is ErrEvidence and
+// nothing changes.
+//
+//   - A scope seen unpopulated, with its launched process known to have
+//     exited, releases the attempt (scope_terminated).
+//   - A bound scope that is missing is not evidence of anything: the
+//     attempt becomes suspect, and stays so (scope_lost) until a reboot.
+//   - An OOM kill is recorded, sticky: the run did not succeed.
+//   - An unbound launch whose scope turns out to exist becomes suspect
+//     with that scope, and is settled by its end; one without a scope is
+//     left alone while its owner runs, and becomes suspect once the owner
+//     is gone. Only the owner's AbandonLaunch releases it.
+//
+// Prepared and settled attempts are returned unchanged. When nothing
+// changes nothing is written.
+func (a *Authority) Reconcile(ctx context.Context, key string, ev ScopeEvidence) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		r, err := b.load(key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		if r == nil {
+			return Record{}, fmt.Errorf("attempt %s: %w", key, ErrNotFound)
+		}
+		if !r.Phase.Charged() || r.Phase == PhasePrepared {
+			return *r, nil
+		}
+		if ev.Name != r.scopeName() || !ev.fresh(now) {
+			return Record{}, fmt.Errorf("attempt %s: evidence for %q observed at %s: %w", key, ev.Name, ev.ObservedAt.Format(time.RFC3339Nano), ErrEvidence)
+		}
+		n := r.clone()
+		terminated := ev.Exists && !ev.Populated && ev.ProcessExited
+		if ev.Exists && ev.OOMKilled {
+			n.OOMKilled = true
+		}
+		switch {
+		case r.BootID != a.bootID:
+			n.Phase, n.Release = PhaseReleased, ReleasePreviousBoot
+		case r.Scope != "" && !ev.Exists:
+			n.Phase, n.ScopeLost = PhaseSuspect, true
+		case r.Scope != "" && terminated && !r.ScopeLost:
+			n.Phase, n.Release = PhaseReleased, ReleaseScopeTerminated
+		case r.Scope == "" && ev.Exists:
+			n.Scope = ev.Name
+			n.Phase = PhaseSuspect
+			if terminated {
+				n.Phase, n.Release = PhaseReleased, ReleaseScopeTerminated
+			}
+		case r.Scope == "" && r.Phase != PhaseSuspect:
+			if !a.processGone(r.OwnerProcess) {
+				break
+			}
+			n.Phase = PhaseSuspect
+		}
+		if n.Phase == r.Phase && n.Scope == r.Scope && n.OOMKilled == r.OOMKilled && n.ScopeLost == r.ScopeLost {
+			return *r, nil
+		}
+		if err := b.put(r, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// processGone reports whether p has certainly ended. A failed read is not
+// proof.
+func (a *Authority) processGone(p Process) bool {
+	if p.BootID != a.bootID {
+		return true
+	}
+	start, err := a.inspector.StartTime(p.PID)
+	return errors.Is(err, ErrNoProcess) || (err == nil && start != p.StartTime)
+}
+
+// Charged returns every charged attempt as of the last commit, for the
+// agent controller's reconcile pass.
+func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Record
+	// The read transaction begins under mu, so it sees the commit that
+	// last changed the charged set, and no later one changed it.
+	a.mu.Lock()
+	tx, err := a.db.Begin(false)
+	ids := slices.Collect(maps.Keys(a.led.charged))
+	a.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	slices.Sort(ids)
+	attempts := tx.Bucket(bucketAttempts)
+	for _, id := range ids {
+		r, err := decodeRecord([]byte(id), attempts.Get([]byte(id)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// Backup writes a consistent copy of the journal to w, as of the last
+// commit, while the authority keeps serving; a commit that must grow the
+// file waits until the copy is done.
+func (a *Authority) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	var n int64
+	err := a.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(ctxWriter{ctx, w})
+		return err
+	})
+	return n, err
+}
+
+// BackupFile writes a consistent copy of the journal to a new file at
+// path (mode 0600), synced before it returns; an existing file is never
+// overwritten. The copy opens with Open like the original.
+func (a *Authority) BackupFile(ctx context.Context, path string) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if _, err := a.Backup(ctx, f); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return f.Sync()
+}

@@ -1,0 +1,437 @@
+package admission
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// The journal's layout. Every bucket is keyed by an identifier; values are
+// JSON.
+//
+//	meta      magic, schema, totals (what charged attempts hold: sum and count)
+//	attempts  attempt ID → Record, with the SHA-256 of its launch permit
+//	owners    owner name → ownerRecord
+//
+// A commit rewrites the attempt's leaf, its branch pages and the root
+// page, where the small meta bucket lives inline: nothing more, so that
+// two fdatasyncs of a few pages are all an answer waits for.
+const (
+	// SchemaVersion is the only journal schema this build reads and
+	// writes.
+	SchemaVersion = "1"
+	journalMagic  = "marshal.dev/admission-journal"
+)
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketAttempts = []byte("attempts")
+	bucketOwners   = []byte("owners")
+	keyMagic       = []byte("magic")
+	keySchema      = []byte("schema")
+	keyTotals      = []byte("totals")
+)
+
+// DefaultLockTimeout is how long Open waits for the journal's lock before
+// it reports ErrJournalInUse.
+const DefaultLockTimeout = 200 * time.Millisecond
+
+// totals is the charged index kept in meta and checked at every open.
+type totals struct {
+	Charged Budget `json:"charged"`
+	Count   int    `json:"count"`
+}
+
+// ownerRecord is a registered owner.
+type ownerRecord struct {
+	Name       string  `json:"name"`
+	Generation uint64  `json:"generation"`
+	Process    Process `json:"process"`
+}
+
+func (o *ownerRecord) validate(name string) error {
+	if o.Name != name || !validOwner(o.Name) || o.Generation == 0 || o.Process.PID <= 0 || o.Process.BootID == "" {
+		return fmt.Errorf("owner %q: %w", name, ErrJournalInconsistent)
+	}
+	return nil
+}
+
+// Create makes a new, empty journal at path. It never touches an existing
+// file: the journal is built under a temporary name in the same directory
+// and linked into place only if path is still free, so a crash leaves no
+// half-made journal under the real name.
+func Create(path string) (err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s: %w", path, ErrJournalExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".admission-journal-*")
+	if err != nil {
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	tmpName := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpName)
+	db, err := bolt.Open(tmpName, 0o600, &bolt.Options{Timeout: DefaultLockTimeout})
+	if err != nil {
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketAttempts, bucketOwners} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		t, _ := json.Marshal(totals{})
+		for k, v := range map[string][]byte{string(keyMagic): []byte(journalMagic), string(keySchema): []byte(SchemaVersion), string(keyTotals): t} {
+			if err := meta.Put([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	if err := os.Link(tmpName, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s: %w", path, ErrJournalExists)
+		}
+		return fmt.Errorf("creating journal: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// openBolt opens an existing journal file, checks it and returns it
+// opened for writing with its exclusive lock, and what the check read. It
+// never creates the file: bbolt would, and would initialize an empty one.
+//
+// The journal does not keep bbolt's freelist on disk (one page less to
+// write per commit); bbolt rebuilds it at open by walking the tree on a
+// goroutine that panics on a damaged page, which no caller could recover.
+// So the file is first opened read-only and walked here, where a damaged
+// page is an error, and opened for writing only once that walk passed.
+func openBolt(path string, timeout time.Duration, maxSize int, boot string) (*bolt.DB, *loaded, error) {
+	ro, err := openBoltFile(path, &bolt.Options{Timeout: timeout, ReadOnly: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	var l *loaded
+	err = ro.View(func(tx *bolt.Tx) error {
+		var err error
+		l, err = checkJournal(tx, boot)
+		return err
+	})
+	if cerr := ro.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	db, err := openBoltFile(path, &bolt.Options{
+		Timeout:        timeout,
+		MaxSize:        maxSize,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, l, nil
+}
+
+// openBoltFile opens path with opts, refusing what is not a journal file
+// before bbolt maps it.
+func openBoltFile(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		// bbolt may panic on a file that is not a database at all.
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%s: %v: %w", path, r, ErrJournalCorrupt)
+		}
+	}()
+	var notRegular, empty bool
+	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		// O_NONBLOCK keeps a FIFO in the journal's place from blocking
+		// the open; on a regular file it changes nothing.
+		f, err := os.OpenFile(name, flag&^os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+		if err != nil {
+			return nil, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		notRegular, empty = !st.Mode().IsRegular(), st.Size() == 0
+		if notRegular || empty {
+			f.Close()
+			return nil, fs.ErrInvalid
+		}
+		if err := checkMetaPages(f, st.Size()); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	// A damaged file can make bbolt touch its memory map beyond the end
+	// of the file; that fault becomes a panic recovered above, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	db, err = bolt.Open(path, 0o600, opts)
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: %w", path, ErrJournalMissing)
+	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || notRegular:
+		return nil, fmt.Errorf("%s is not a regular file: %w", path, ErrJournalForeign)
+	case empty:
+		return nil, fmt.Errorf("%s is empty: %w", path, ErrJournalCorrupt)
+	case errors.Is(err, ErrJournalCorrupt):
+		return nil, fmt.Errorf("%s: %w", path, err)
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("%s: %w", path, ErrJournalInUse)
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("opening journal: %w", err)
+	}
+	return nil, fmt.Errorf("%s: %w: %w", path, ErrJournalCorrupt, err)
+}
+
+// bbolt's meta page, as its internal/common package lays it out after a
+// 16-byte page header: magic, version, page size, flags, root bucket
+// (page and sequence), freelist page, high-water page, txid, checksum
+// (FNV-64a of the fields before it).
+const (
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	boltPageHeader   = 16
+	boltMetaChecksum = 56
+)
+
+// checkMetaPages refuses a file whose valid meta page claims more pages
+// than the file holds: bbolt would read past the end of its memory map
+// and the process would die of SIGBUS.
+func checkMetaPages(f *os.File, size int64) error {
+	read := func(off int64) (pageSize uint32, highWater uint64, ok bool) {
+		buf := make([]byte, boltPageHeader+boltMetaChecksum+8)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return 0, 0, false
+		}
+		m := buf[boltPageHeader:]
+		le := binary.NativeEndian
+		h := fnv.New64a()
+		h.Write(m[:boltMetaChecksum])
+		if le.Uint32(m[0:]) != boltMagic || le.Uint32(m[4:]) != boltVersion || le.Uint64(m[boltMetaChecksum:]) != h.Sum64() {
+			return 0, 0, false
+		}
+		return le.Uint32(m[8:]), le.Uint64(m[40:]), true
+	}
+	second := int64(os.Getpagesize())
+	if ps, hw, ok := read(0); ok {
+		second = int64(ps)
+		if hw > uint64(size)/uint64(ps) {
+			return fmt.Errorf("meta page 0 claims %d pages of %d bytes, the file has %d bytes: %w", hw, ps, size, ErrJournalCorrupt)
+		}
+	}
+	if ps, hw, ok := read(second); ok && hw > uint64(size)/uint64(ps) {
+		return fmt.Errorf("meta page 1 claims %d pages of %d bytes, the file has %d bytes: %w", hw, ps, size, ErrJournalCorrupt)
+	}
+	return nil
+}
+
+// loaded is what validation read from a journal.
+type loaded struct {
+	totals   totals
+	charged  map[string]bool
+	prepared map[string]time.Time
+	owners   map[string]ownerRecord
+	// recover lists the charged records that recovery must rewrite.
+	recover []*Record
+}
+
+// storedRecord is a Record as the journal holds it: with its permit hash.
+type storedRecord struct {
+	Record
+	PermitHash string `json:"permit_sha256,omitempty"`
+}
+
+func encodeRecord(r *Record) ([]byte, error) {
+	return json.Marshal(storedRecord{Record: *r, PermitHash: r.permitHash})
+}
+
+func decodeRecord(id, data []byte) (*Record, error) {
+	var s storedRecord
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("attempt %q: %w: %w", id, ErrJournalInconsistent, err)
+	}
+	r := s.Record
+	r.permitHash = s.PermitHash
+	if r.ID != string(id) {
+		return nil, fmt.Errorf("attempt %q holds %q: %w", id, r.ID, ErrJournalInconsistent)
+	}
+	return &r, nil
+}
+
+// checkJournal validates a journal read-only: identity, schema, every
+// record, the charged totals recomputed from the records, every owner,
+// and bbolt's own consistency. It also lists the records that recovery
+// for boot changes. A damaged page is an error here, never a crash.
+func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l, err = nil, fmt.Errorf("%v: %w", r, ErrJournalCorrupt)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil || string(meta.Get(keyMagic)) != journalMagic {
+		return nil, ErrJournalForeign
+	}
+	if s := string(meta.Get(keySchema)); s != SchemaVersion {
+		return nil, &SchemaError{Found: s, Want: SchemaVersion}
+	}
+	attempts, owners := tx.Bucket(bucketAttempts), tx.Bucket(bucketOwners)
+	if attempts == nil || owners == nil {
+		return nil, fmt.Errorf("a bucket is missing: %w", ErrJournalInconsistent)
+	}
+	var stored totals
+	if err := json.Unmarshal(meta.Get(keyTotals), &stored); err != nil {
+		return nil, fmt.Errorf("totals: %w: %w", ErrJournalInconsistent, err)
+	}
+	l = &loaded{charged: map[string]bool{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{}}
+	// Walking every record first touches every page of the tree in this
+	// goroutine, where a fault is recovered, before bbolt's checker walks
+	// it on its own goroutine.
+	err = attempts.ForEach(func(k, v []byte) error {
+		r, err := decodeRecord(k, v)
+		if err != nil {
+			return err
+		}
+		if err := r.validate(); err != nil {
+			return err
+		}
+		if !r.Phase.Charged() {
+			return nil
+		}
+		l.charged[r.ID] = true
+		l.totals.Charged = l.totals.Charged.Add(r.Reservation.Quantities)
+		l.totals.Count++
+		switch {
+		case r.BootID != boot:
+			l.recover = append(l.recover, r)
+		case r.Phase == PhasePrepared:
+			l.prepared[r.ID] = r.Reservation.Deadline
+		case r.Phase != PhaseSuspect:
+			l.recover = append(l.recover, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if stored != l.totals {
+		return nil, fmt.Errorf("charged totals %+v, the records add up to %+v: %w", stored, l.totals, ErrJournalInconsistent)
+	}
+	err = owners.ForEach(func(k, v []byte) error {
+		var o ownerRecord
+		if err := json.Unmarshal(v, &o); err != nil {
+			return fmt.Errorf("owner %q: %w: %w", k, ErrJournalInconsistent, err)
+		}
+		if err := o.validate(string(k)); err != nil {
+			return err
+		}
+		l.owners[o.Name] = o
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for e := range tx.Check() {
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrJournalCorrupt, errors.Join(errs...))
+	}
+	return l, nil
+}
+
+// recovered returns what restart makes of a charged record: a prepared
+// attempt of an earlier boot has expired; any other attempt of an earlier
+// boot is released, since every process of that boot has ended; committed
+// work of this boot becomes suspect until evidence settles it.
+func recovered(r *Record, boot string) *Record {
+	n := r.clone()
+	switch {
+	case r.BootID != boot && r.Phase == PhasePrepared:
+		n.Phase = PhaseExpired
+	case r.BootID != boot:
+		n.Phase, n.Release = PhaseReleased, ReleasePreviousBoot
+	default:
+		n.Phase = PhaseSuspect
+	}
+	return n
+}
+
+// writeRecords stores records and the totals; it is the only place
+// records are written.
+func writeRecords(tx *bolt.Tx, recs map[string]*Record, t totals) error {
+	attempts := tx.Bucket(bucketAttempts)
+	for id, r := range recs {
+		data, err := encodeRecord(r)
+		if err != nil {
+			return err
+		}
+		if err := attempts.Put([]byte(id), data); err != nil {
+			return err
+		}
+	}
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keyTotals, data)
+}
+
+// ctxWriter stops a copy when its context ends.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}

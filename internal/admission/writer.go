@@ -1,0 +1,395 @@
+package admission
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/utils/clock"
+)
+
+// maxBatch bounds how many waiting requests one transaction takes.
+const maxBatch = 1024
+
+// request is one call waiting for the writer.
+type request struct {
+	ctx context.Context
+	// now is the moment before the request was taken.
+	now  time.Time
+	fn   func(b *batch) (any, error)
+	val  any
+	err  error
+	done chan struct{}
+}
+
+// ledger is the writer's view of what the journal holds beyond the
+// records themselves. The writer goroutine alone changes it, under
+// Authority.mu, which Snapshot and Charged hold to read totals and
+// charged.
+type ledger struct {
+	totals   totals
+	charged  map[string]bool      // every charged attempt
+	prepared map[string]time.Time // deadline of every prepared attempt
+	due      deadlines            // the same, in deadline order; may hold stale entries
+	owners   map[string]ownerRecord
+}
+
+type deadline struct {
+	at time.Time
+	id string
+}
+
+// deadlines is a min-heap of prepared attempts' deadlines.
+type deadlines []deadline
+
+func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
+func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deadlines) Push(x any)        { *d = append(*d, x.(deadline)) }
+func (d *deadlines) Pop() any {
+	old := *d
+	x := old[len(old)-1]
+	*d = old[:len(old)-1]
+	return x
+}
+
+// batch is one write transaction shared by the requests that were waiting
+// when it began. Requests stage their changes in memory; nothing reaches
+// the transaction until every request has run, so a request that fails is
+// undone by dropping what it staged, and the others commit without it.
+type batch struct {
+	a  *Authority
+	tx *bolt.Tx
+	// Staged state, layered over the journal and the ledger.
+	recs   map[string]*Record
+	owners map[string]ownerRecord
+	totals totals
+	// undo restores the staged state; a request's entries are replayed
+	// backwards when it fails.
+	undo []func()
+}
+
+func (a *Authority) newBatch(tx *bolt.Tx) *batch {
+	return &batch{
+		a:      a,
+		tx:     tx,
+		recs:   map[string]*Record{},
+		owners: map[string]ownerRecord{},
+		totals: a.led.totals,
+	}
+}
+
+func (b *batch) dirty() bool { return len(b.recs)+len(b.owners) > 0 }
+
+func (b *batch) rollback(mark int) {
+	for i := len(b.undo) - 1; i >= mark; i-- {
+		b.undo[i]()
+	}
+	b.undo = b.undo[:mark]
+}
+
+// record returns the attempt as staged or stored, or nil. Records are
+// immutable once staged or stored: callers change a clone and put it.
+func (b *batch) record(id string) (*Record, error) {
+	if r, ok := b.recs[id]; ok {
+		return r, nil
+	}
+	v := b.tx.Bucket(bucketAttempts).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	return decodeRecord([]byte(id), v)
+}
+
+// load returns the attempt as of now: a prepared attempt at or past its
+// deadline is expired first.
+func (b *batch) load(id string, now time.Time) (*Record, error) {
+	r, err := b.record(id)
+	if err != nil || r == nil {
+		return r, err
+	}
+	if r.Phase == PhasePrepared && !now.Before(r.Reservation.Deadline) {
+		n := r.clone()
+		n.Phase = PhaseExpired
+		if err := b.put(r, n); err != nil {
+			return nil, err
+		}
+		return n, nil
+	}
+	return r, nil
+}
+
+// put stages next in place of prev (nil for a new attempt) and moves the
+// charged totals by the difference.
+func (b *batch) put(prev, next *Record) error {
+	if err := next.validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	id := next.ID
+	old, had := b.recs[id]
+	oldTotals := b.totals
+	b.undo = append(b.undo, func() {
+		if had {
+			b.recs[id] = old
+		} else {
+			delete(b.recs, id)
+		}
+		b.totals = oldTotals
+	})
+	b.recs[id] = next
+	b.totals.Charged = b.totals.Charged.Sub(prev.charge()).Add(next.charge())
+	if prev != nil && prev.Phase.Charged() {
+		b.totals.Count--
+	}
+	if next.Phase.Charged() {
+		b.totals.Count++
+	}
+	return nil
+}
+
+func (b *batch) owner(name string) (ownerRecord, bool) {
+	if o, ok := b.owners[name]; ok {
+		return o, true
+	}
+	o, ok := b.a.led.owners[name]
+	return o, ok
+}
+
+func (b *batch) putOwner(o ownerRecord) {
+	old, had := b.owners[o.Name]
+	b.undo = append(b.undo, func() {
+		if had {
+			b.owners[o.Name] = old
+		} else {
+			delete(b.owners, o.Name)
+		}
+	})
+	b.owners[o.Name] = o
+}
+
+// expireDue expires every prepared attempt whose deadline is at or
+// before now. It runs outside any request, so no request's failure undoes
+// it.
+func (b *batch) expireDue(now time.Time) error {
+	due := &b.a.led.due
+	for due.Len() > 0 && !now.Before((*due)[0].at) {
+		d := heap.Pop(due).(deadline)
+		if _, err := b.load(d.id, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flush writes the staged state into the transaction.
+func (b *batch) flush() error {
+	if err := writeRecords(b.tx, b.recs, b.totals); err != nil {
+		return err
+	}
+	owners := b.tx.Bucket(bucketOwners)
+	for name, o := range b.owners {
+		data, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if err := owners.Put([]byte(name), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply publishes a committed batch to the ledger.
+func (a *Authority) apply(b *batch) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := &a.led
+	l.totals = b.totals
+	for id, r := range b.recs {
+		if r.Phase.Charged() {
+			l.charged[id] = true
+		} else {
+			delete(l.charged, id)
+		}
+		if r.Phase == PhasePrepared {
+			if _, ok := l.prepared[id]; !ok {
+				l.prepared[id] = r.Reservation.Deadline
+				heap.Push(&l.due, deadline{r.Reservation.Deadline, id})
+			}
+		} else {
+			delete(l.prepared, id)
+		}
+	}
+	for name, o := range b.owners {
+		l.owners[name] = o
+	}
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// Run is the authority's writer: it takes the requests that wait, runs
+// them in one transaction, commits, and only then answers them; and it
+// expires prepared attempts at their deadlines. It blocks until ctx ends
+// and returns nil then, having answered every request it took. It returns
+// an error wrapping ErrJournalFailed if a commit fails: the authority then
+// refuses everything until it is reopened.
+func (a *Authority) Run(ctx context.Context) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("admission: Run called twice: %w", ErrClosed)
+	}
+	defer a.stop()
+	select {
+	case <-a.stopped:
+		return ErrClosed
+	default:
+	}
+	timer := a.clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	armed := a.arm(timer)
+	for {
+		var expiry <-chan time.Time
+		switch armed {
+		case dueNow:
+			expiry = fired
+		case dueLater:
+			expiry = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.stopped:
+			return nil
+		case r := <-a.queue:
+			armed = a.runBatch(r, timer)
+		case <-expiry:
+			armed = a.runBatch(nil, timer)
+		}
+		if err := a.failure(); err != nil {
+			return err
+		}
+	}
+}
+
+// When the next expiry is due.
+type due int
+
+const (
+	dueNever due = iota
+	dueLater
+	dueNow
+)
+
+// fired is a channel that always delivers: an expiry already due.
+var fired = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// arm sets timer to the earliest deadline of a prepared attempt, dropping
+// stale heap entries. A deadline already passed is due now rather than a
+// zero timer: that is on time whatever the clock does with zero timers.
+func (a *Authority) arm(timer clock.Timer) due {
+	if !timer.Stop() {
+		select {
+		case <-timer.C():
+		default:
+		}
+	}
+	q := &a.led.due
+	for q.Len() > 0 {
+		top := (*q)[0]
+		if at, ok := a.led.prepared[top.id]; ok && at.Equal(top.at) {
+			d := top.at.Sub(a.clock.Now())
+			if d <= 0 {
+				return dueNow
+			}
+			timer.Reset(d)
+			return dueLater
+		}
+		heap.Pop(q)
+	}
+	return dueNever
+}
+
+// runBatch runs first (nil: a deadline passed) and every request waiting
+// behind it in one transaction, re-arms the expiry timer and answers.
+func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
+	reqs := a.reqs[:0]
+	if first != nil {
+		reqs = append(reqs, first)
+	drain:
+		for len(reqs) < maxBatch {
+			select {
+			case r := <-a.queue:
+				reqs = append(reqs, r)
+			default:
+				break drain
+			}
+		}
+	}
+	a.reqs = reqs
+	defer func() {
+		armed = a.arm(timer)
+		for i, r := range reqs {
+			close(r.done)
+			reqs[i] = nil
+		}
+	}()
+	failAll := func(err error) {
+		a.fail(err)
+		for _, r := range reqs {
+			r.val, r.err = nil, a.failure()
+		}
+	}
+	tx, err := a.db.Begin(true)
+	if err != nil {
+		failAll(err)
+		return
+	}
+	b := a.newBatch(tx)
+	if first == nil {
+		err = b.expireDue(a.clock.Now())
+	}
+	for _, r := range reqs {
+		if err != nil {
+			break
+		}
+		if cerr := r.ctx.Err(); cerr != nil {
+			r.err = cerr
+			continue
+		}
+		if err = b.expireDue(r.now); err != nil {
+			break
+		}
+		mark := len(b.undo)
+		r.val, r.err = r.fn(b)
+		if r.err != nil {
+			b.rollback(mark)
+		}
+	}
+	if err != nil {
+		tx.Rollback()
+		failAll(err)
+		return
+	}
+	if !b.dirty() {
+		// Nothing changed: nothing is written.
+		tx.Rollback()
+		return
+	}
+	if err := b.flush(); err != nil {
+		tx.Rollback()
+		failAll(err)
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		failAll(err)
+		return
+	}
+	a.apply(b)
+	return
+}

@@ -1,0 +1,163 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/internal/metrics"
+	"github.com/marshal-dev/marshal/reconcile"
+)
+
+// openAuthority opens the admission journal, creating it on the first
+// start of an empty state dir or when asked: after that, a missing journal
+// was lost, and starting a new one silently would forget reservations.
+func (d *Daemon) openAuthority(firstStart bool) error {
+	path := d.cfg.journalFile()
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if !firstStart && !d.cfg.InitJournal {
+			return fmt.Errorf("admission journal %s is missing, but state dir %s was used before: "+
+				"if the journal was lost, start marshald once with --init-journal to begin a new one "+
+				"(reservations it held are forgotten): %w", path, d.cfg.StateDir, admission.ErrJournalMissing)
+		}
+		if err := admission.Create(path); err != nil {
+			return fmt.Errorf("creating admission journal: %w", err)
+		}
+		d.log.Info("created the admission journal", "path", path)
+	}
+	mounts, err := cgroup.ReadMounts()
+	if err != nil {
+		return err
+	}
+	d.pressure = pressure.NewHostMonitor(d.cfg.StateDir, mounts.V2)
+	d.closers = append(d.closers, d.pressure.Close)
+	d.auth, err = admission.Open(path, admission.Options{Pressure: d.pressure})
+	if err != nil {
+		return fmt.Errorf("admission journal: %w", err)
+	}
+	d.closers = append(d.closers, d.auth.Close)
+	return nil
+}
+
+// wireAuthority keeps the authority's inputs equal to the declared Host
+// and to what the host controller probed.
+func (d *Daemon) wireAuthority() {
+	s := d.stores
+	s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindHost, func(reconcile.Key) { d.setHost() }))
+	s.Hosts.OnChange(func(k reconcile.Key) { d.setPlan(k) })
+	d.setHost()
+}
+
+// setHost gives the authority the declared Host's capacity and
+// prepared_ttl, or the defaults when no Host is declared.
+func (d *Daemon) setHost() {
+	var capacity *v1alpha1.Capacity
+	var ttl time.Duration
+	if hosts := d.stores.Desired.List(v1alpha1.KindHost); len(hosts) > 0 {
+		h := hosts[0].(*v1alpha1.Host)
+		capacity = h.Spec.Capacity
+		if h.Spec.PreparedTTL != nil {
+			ttl = h.Spec.PreparedTTL.Duration
+		}
+	}
+	if err := d.auth.SetHost(capacity, ttl); err != nil {
+		d.log.Error("setting the admission authority's capacity", "err", err)
+	}
+}
+
+// setPlan gives the authority what the host controller's probe found.
+func (d *Daemon) setPlan(k reconcile.Key) {
+	st, ok := d.stores.Hosts.Get(k)
+	if !ok || len(st.Enforcement) == 0 {
+		return
+	}
+	caps := cgroup.Capabilities{}
+	for _, e := range st.Enforcement {
+		caps[cgroup.Resource(e.Resource)] = cgroup.Enforcement{Level: e.Level, Method: cgroup.Method(e.Method), Controller: e.Controller}
+	}
+	if err := d.auth.SetPlan(caps); err != nil {
+		d.log.Error("setting the admission plan", "err", err)
+	}
+}
+
+// admissionStatus is the authority's view for `describe host`.
+func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
+	s := d.auth.Snapshot()
+	st := &v1alpha1.AdmissionStatus{
+		Capacity:       amounts(s.Capacity),
+		Target:         amounts(s.Target),
+		Committed:      amounts(s.Committed),
+		Free:           amounts(s.Free),
+		Pressure:       string(s.Pressure.Level),
+		PressureReason: string(s.Pressure.Reason),
+		Charged:        int64(s.Charged),
+		Ready:          s.Ready,
+		NotReady:       string(s.NotReady),
+	}
+	return st
+}
+
+func amounts(b admission.Budget) v1alpha1.Amounts {
+	return v1alpha1.Amounts{CPUMilli: b.CPUMilli, MemoryBytes: b.MemoryBytes, Tasks: b.Tasks}
+}
+
+// newMetrics builds the metrics over the daemon's parts.
+func (d *Daemon) newMetrics(queues *metrics.Workqueue) error {
+	var ctrls []metrics.Controller
+	for _, c := range d.manager.Controllers() {
+		ctrls = append(ctrls, c)
+	}
+	var err error
+	d.metrics, err = metrics.New(metrics.Options{
+		Controllers: ctrls,
+		Workqueue:   queues,
+		Agents:      d.stores.Agents,
+		Declared:    d.stores.Desired,
+		Config: metrics.ConfigSourceFunc(func() metrics.ConfigState {
+			st := d.source.Status()
+			return metrics.ConfigState{Files: st.Files, Errors: len(st.Errors), Held: st.Held}
+		}),
+		Admission: metrics.AdmissionSourceFunc(func() metrics.AdmissionState {
+			s := d.auth.Snapshot()
+			return metrics.AdmissionState{
+				Ready: s.Ready, Capacity: metrics.Amounts(s.Capacity), Target: metrics.Amounts(s.Target),
+				Committed: metrics.Amounts(s.Committed), Free: metrics.Amounts(s.Free), Charged: s.Charged,
+			}
+		}),
+		Logger: d.log,
+	})
+	return err
+}
+
+// serveBackup streams a consistent copy of the admission journal.
+func (d *Daemon) serveBackup(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if _, err := d.auth.Backup(r.Context(), w); err != nil {
+		d.log.Error("backing up the admission journal", "err", err)
+		// Headers may be sent: a truncated body fails the client's
+		// length check.
+		http.Error(w, (&localapi.Error{Code: localapi.CodeInternal, Message: "backup failed"}).Error(), http.StatusInternalServerError)
+	}
+}
+
+// followAdmission tells watchers of the Host that the authority's view
+// changed, at every commit, until ctx ends.
+func (d *Daemon) followAdmission(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.auth.Changed():
+			d.view.changed[v1alpha1.KindHost].notify()
+		}
+	}
+}

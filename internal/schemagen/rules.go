@@ -1,0 +1,136 @@
+package main
+
+import (
+	"math"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+)
+
+// rule is what the schema of one field must say beyond what reflecting
+// the Go types tells: the checks the loader makes (api/loader and
+// v1alpha1's Validate) that a type cannot carry.
+type rule struct {
+	// required means the field must be present and not null.
+	required bool
+	// readOnly marks a field only marshald writes: the manifest schema
+	// leaves it out, so declaring it is an error, as in the loader.
+	readOnly bool
+	// constant is the only value allowed.
+	constant string
+	// enum lists the values allowed.
+	enum []string
+	// pattern must match a string; notPattern must not.
+	pattern, notPattern string
+	// minLength and maxLength bound a string's length, when not zero.
+	minLength, maxLength int
+	// minimum and maximum bound an integer, when set.
+	minimum, maximum *int64
+	// keys and values constrain the keys and values of a map; items the
+	// elements of a list.
+	keys, values, items *rule
+}
+
+// Patterns, each the regular expression of the loader's check, written in
+// the subset both RE2 (Go, Kubernetes) and ECMA-262 (editors) read alike.
+const (
+	// dns1123Label is k8s.io/apimachinery's IsDNS1123Label, with
+	// maxLength 63.
+	dns1123Label = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// labelKey is IsQualifiedName: an optional DNS-1123 subdomain prefix
+	// and '/', then a name of at most 63 characters. The prefix's own
+	// bound of 253 is labelKeyLongPrefix, which must not match.
+	labelKey           = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	labelKeyLongPrefix = `^[^/]{254}`
+	// labelValue is IsValidLabelValue, with maxLength 63.
+	labelValue = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// noNUL refuses a NUL byte, which no path, argument or environment
+	// string can carry.
+	noNUL = `^[^\x00]*$`
+	// absolutePath is filepath.IsAbs on Linux, without NUL.
+	absolutePath = `^/[^\x00]*$`
+	// envName is an environment variable name: no '=' and no NUL.
+	envName = `^[^=\x00]*$`
+	// positiveDuration is a time.ParseDuration string of a positive
+	// duration: an optional '+', then number-unit pairs of which at least
+	// one has a digit other than 0. Two cases pass it and fail the
+	// loader: a duration too long for int64 nanoseconds (about 292
+	// years) and a positive fraction of a nanosecond, which parses as 0.
+	positiveDuration = `^\+?` + zeroDuration + `*` + nonZeroDuration + anyDuration + `*$`
+	zeroDuration     = `((0+(\.0*)?|\.0+)` + durationUnit + `)`
+	nonZeroDuration  = `(([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)` + durationUnit + `)`
+	anyDuration      = `(([0-9]+(\.[0-9]*)?|\.[0-9]+)` + durationUnit + `)`
+	durationUnit     = `(ns|us|µs|μs|ms|s|m|h)`
+)
+
+var (
+	one      int64 = 1
+	maxInt64 int64 = math.MaxInt64
+	// quantity is every amount of a resource: a positive integer that
+	// fits in 64 bits.
+	quantity = rule{minimum: &one, maximum: &maxInt64}
+	// name is an object name, and a reference to one.
+	name = rule{pattern: dns1123Label, maxLength: v1alpha1.MaxNameLength}
+)
+
+func enumOf[T ~string](vs ...T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
+func withRequired(r rule) rule {
+	r.required = true
+	return r
+}
+
+// rules is the one table of what the generator adds to the reflected
+// schema, keyed by KIND.field.path, KIND being a kind or * for every
+// kind. A key that names no field is an error, so the table cannot go
+// stale when a field is renamed; tests check that every string and
+// integer of the manifest schema is constrained, so a new field cannot
+// be forgotten.
+var rules = map[string]rule{
+	"*.apiVersion":                 {required: true, constant: v1alpha1.APIVersion},
+	"Host.kind":                    {required: true, constant: v1alpha1.KindHost},
+	"Profile.kind":                 {required: true, constant: v1alpha1.KindProfile},
+	"Workspace.kind":               {required: true, constant: v1alpha1.KindWorkspace},
+	"*.metadata":                   {required: true},
+	"*.metadata.name":              withRequired(name),
+	"*.metadata.labels":            {keys: &rule{pattern: labelKey, notPattern: labelKeyLongPrefix}, values: &rule{pattern: labelValue, maxLength: content.LabelValueMaxLength}},
+	"*.metadata.generation":        {readOnly: true},
+	"*.metadata.creationTimestamp": {readOnly: true},
+	"*.status":                     {readOnly: true},
+
+	"Profile.spec.isolation":           {enum: enumOf(v1alpha1.IsolationCgroup, v1alpha1.IsolationNetns)},
+	"Profile.spec.limits.cpu_milli":    quantity,
+	"Profile.spec.limits.memory_bytes": quantity,
+	"Profile.spec.limits.tasks":        quantity,
+	"Profile.spec.orphans":             {enum: enumOf(v1alpha1.OrphansKeep, v1alpha1.OrphansStop)},
+
+	"Workspace.spec":                    {required: true},
+	"Workspace.spec.root":               {required: true, pattern: absolutePath},
+	"Workspace.spec.profile":            withRequired(name),
+	"Workspace.spec.network.policy":     {enum: enumOf(v1alpha1.NetworkOpen)},
+	"Workspace.spec.exec.argv0":         {items: &rule{minLength: 1, pattern: noNUL}},
+	"Workspace.spec.exec.env":           {keys: &rule{minLength: 1, pattern: envName}, values: &rule{pattern: noNUL}},
+	"Workspace.spec.processes.max_live": quantity,
+	"Workspace.spec.resources.participation": {required: true, enum: enumOf(
+		v1alpha1.ParticipationRequired, v1alpha1.ParticipationOptional, v1alpha1.ParticipationNone)},
+	"Workspace.spec.resources.request.cpu_milli":    quantity,
+	"Workspace.spec.resources.request.memory_bytes": quantity,
+	"Workspace.spec.resources.request.tasks":        quantity,
+	"Workspace.spec.resources.request.minimum.cpu": {enum: enumOf(
+		v1alpha1.LevelAccounted, v1alpha1.LevelCooperative, v1alpha1.LevelKernel)},
+	// Cooperative is scheduling priority: it exists for cpu only.
+	"Workspace.spec.resources.request.minimum.memory": {enum: enumOf(v1alpha1.LevelAccounted, v1alpha1.LevelKernel)},
+	"Workspace.spec.resources.request.minimum.pids":   {enum: enumOf(v1alpha1.LevelAccounted, v1alpha1.LevelKernel)},
+
+	"Host.spec.capacity.cpu_milli":    quantity,
+	"Host.spec.capacity.memory_bytes": quantity,
+	"Host.spec.capacity.tasks":        quantity,
+	"Host.spec.prepared_ttl":          {pattern: positiveDuration},
+}

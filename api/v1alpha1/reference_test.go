@@ -16,6 +16,8 @@ import (
 var update = flag.Bool("update", false, "rewrite reference.md and the README's reference section")
 
 const (
+	docPath     = "../../docs/manifest-reference.md"
+	docHeader   = "<!-- Generated from the doc comments of api/v1alpha1 by make generate; do not edit. -->\n\n# Manifest reference\n\n"
 	readmePath  = "../../README.md"
 	readmeBegin = "<!-- reference:begin (generated from api/v1alpha1; do not edit) -->\n"
 	readmeEnd   = "<!-- reference:end -->\n"
@@ -163,6 +165,15 @@ func TestReferenceIsCurrent(t *testing.T) {
 		}
 	} else if Reference != want {
 		t.Errorf("reference.md is stale: run go test ./api/v1alpha1 -run TestReference -update")
+	}
+
+	doc := docHeader + want
+	if *update {
+		if err := os.WriteFile(docPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if got, err := os.ReadFile(docPath); err != nil || string(got) != doc {
+		t.Errorf("%s is stale: run make generate", docPath)
 	}
 
 	readme, err := os.ReadFile(readmePath)

@@ -1,0 +1,83 @@
+package test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// constants returns the string values of the constants of file whose
+// names start with prefix.
+func constants(t *testing.T, file, prefix string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestTroubleshootingCoversEveryCode fails when a code or reason marshal
+// can print is not explained in docs/troubleshooting.md.
+func TestTroubleshootingCoversEveryCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/troubleshooting.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	codes = append(codes, constants(t, "../internal/localapi/localapi.go", "Code")...)
+	codes = append(codes, constants(t, "../controllers/conditions.go", "Reason")...)
+	if len(codes) < 20 {
+		t.Fatalf("found only %d codes: the sources moved?", len(codes))
+	}
+	for _, c := range codes {
+		if !strings.Contains(string(doc), "`"+c+"`") {
+			t.Errorf("docs/troubleshooting.md does not explain `%s`", c)
+		}
+	}
+}
+
+// TestDocLinksResolve fails on a relative link in the docs or the README
+// to a file that does not exist.
+func TestDocLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md", "../dist/systemd/README.md")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := filepath.Join(filepath.Dir(f), m[1])
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links to %s, which does not exist", f, m[1])
+			}
+		}
+	}
+}

@@ -5,28 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // sliceProfile returns the profile whose slice is named name, and false
-// when name is not a profile slice name (scope.SliceName of a valid
-// profile).
-func sliceProfile(name string) (string, bool) {
-	esc, ok := strings.CutPrefix(name, "marshal-")
-	if !ok {
-		return "", false
-	}
-	esc, ok = strings.CutSuffix(esc, ".slice")
-	if !ok {
-		return "", false
-	}
-	profile := strings.ReplaceAll(esc, `\x2d`, "-")
-	if scope.SliceName(profile) != name || len(v1alpha1.ValidateName(profile)) != 0 {
-		return "", false
-	}
-	return profile, true
-}
+// when name is not a profile slice name.
+func sliceProfile(name string) (string, bool) { return scope.ParseSliceName(name) }
 
 // scopeIn returns the identity of scope name inside profile slice slice,
 // and false when name is not a scope of that slice's profile.

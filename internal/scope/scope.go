@@ -117,6 +117,20 @@ func ParseScopeName(name string) (Identity, bool) {
 	return Identity{Profile: profile, ID: id, Scope: name}, true
 }
 
+// ParseSliceName returns the profile whose slice SliceName names name, and
+// false when name is not one SliceName could have produced for a valid
+// profile name.
+func ParseSliceName(name string) (string, bool) {
+	esc, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return "", false
+	}
+	if esc, ok = strings.CutSuffix(esc, sliceSuffix); !ok {
+		return "", false
+	}
+	return unescapeProfile(esc)
+}
+
 // Parse returns the identity of the innermost component of cgroupPath that
 // is a marshal scope name, with Path cut after that component. A process
 // in a group the agent created inside its scope therefore resolves to the

@@ -221,3 +221,31 @@ func TestParseFindsNestedScope(t *testing.T) {
 		}
 	})
 }
+
+func TestParseSliceName(t *testing.T) {
+	tests := []struct {
+		name    string
+		profile string
+		ok      bool
+	}{
+		{name: "marshal-coder.slice", profile: "coder", ok: true},
+		{name: `marshal-my\x2dagent.slice`, profile: "my-agent", ok: true},
+		{name: "marshal-my-agent.slice", ok: false},
+		{name: `marshal-my\x2Dagent.slice`, ok: false},
+		{name: "marshal.slice", ok: false},
+		{name: "marshal-Coder.slice", ok: false},
+		{name: "marshal-coder.scope", ok: false},
+		{name: "other-coder.slice", ok: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ok := scope.ParseSliceName(tc.name)
+			if p != tc.profile || ok != tc.ok {
+				t.Errorf("ParseSliceName(%q) = %q, %v, want %q, %v", tc.name, p, ok, tc.profile, tc.ok)
+			}
+			if ok && scope.SliceName(p) != tc.name {
+				t.Errorf("SliceName(%q) = %q, want %q back", p, scope.SliceName(p), tc.name)
+			}
+		})
+	}
+}

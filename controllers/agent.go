@@ -9,21 +9,57 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
+// Launches is the launch path's record of the scopes it made, which the
+// agent and workspace controllers consult. internal/launch's Launcher
+// implements it (through the daemon).
+type Launches interface {
+	// Launch returns what was recorded of the launch whose scope has ID
+	// id, and false when no launch recorded it.
+	Launch(id string) (LaunchInfo, bool)
+	// Settle reports whether the launch of sc is over: its scope seen
+	// empty (read afresh) and its launched process known to have exited;
+	// when it is, the launch's attempt has been reconciled with that
+	// evidence. sc.Path is empty when the scope is gone; emptiedAt is
+	// then when it was last seen empty (zero: never). A launch in
+	// progress or still running is not over (false, nil).
+	Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error)
+	// Forget ends the launch of id once its scope is gone: its record is
+	// deleted and its slot freed.
+	Forget(ctx context.Context, id string) error
+	// Reserved returns the slots of a workspace held for launches in
+	// progress.
+	Reserved(workspace string) int64
+}
+
+// LaunchInfo is what the launch path recorded of a launch.
+type LaunchInfo struct {
+	// Workspace is the workspace it was launched in.
+	Workspace string
+	// Attempt is the admission attempt bound to its scope, "" when it
+	// runs unaccounted.
+	Attempt string
+}
+
 // agentReconciler keeps one AgentStatus per live scope (key
 // Agent/<scope name>) from the observed scope: profile, id, path,
-// populated, and since, when the controller first saw it. It does not
-// poll usage.
+// populated, since (when the controller first saw it), and, for a scope
+// the launch path recorded, its workspace and attempt. It does not poll
+// usage.
 //
-// A scope that is empty is removed through the backend when it was seen
-// populated before (its agent exited), when it was already empty at
-// start-up (garbage collection), or when it stayed empty for the grace
-// period (a launch that never moved its process in); a fresh scope is
-// left alone for the grace, because a launch creates it empty and moves
-// its process in right after. The status is deleted once the scope is
-// gone.
+// A recorded launch's scope that is empty is removed once Launches says
+// the launch is over (the scope read empty, its process exited, its
+// attempt reconciled on that evidence), and the launch is then forgotten:
+// its slot is freed. A scope of a recorded launch that vanished (a
+// systemd scope removes itself once empty) is settled on when it was last
+// seen empty. Any other empty scope is removed through the backend when
+// it was seen populated before (its agent exited), when it was already
+// empty at start-up (garbage collection), or when it stayed empty for
+// the grace period; a fresh scope is left alone for the grace. The
+// status is deleted once the scope is gone.
 //
 // A live (populated) scope whose profile is not declared is an orphan and
 // is kept running (the safe default): its Orphaned condition is True. The
@@ -67,10 +103,21 @@ func (r *agentReconciler) collectAtStart(scopes []reconcile.Entry[cgroup.Scope])
 
 func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	sc, ok := r.s.Scopes.Get(req.Key)
+	info, launched := r.launchOf(req.Key.Name)
 	if !ok {
+		if launched {
+			// Gone from the store; the launch path reads it afresh, since
+			// the store may not have seen it yet.
+			id, _ := scope.ParseScopeName(req.Key.Name)
+			gone := cgroup.Scope{Name: req.Key.Name, Profile: id.Profile, ID: id.ID}
+			if done, err := r.endLaunch(ctx, gone); err != nil || !done {
+				return reconcile.Result{}, err
+			}
+		}
 		r.mu.Lock()
 		delete(r.seen, req.Key.Name)
 		r.mu.Unlock()
+		r.forgetEmptied(req.Key.Name)
 		r.s.Agents.Delete(req.Key)
 		return reconcile.Result{}, nil
 	}
@@ -95,6 +142,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	updateStatus(r.s.Agents, r.rec, req.Key, func(st *v1alpha1.AgentStatus) []v1alpha1.Condition {
 		st.Profile, st.ID, st.Path, st.Populated, st.Since = sc.Profile, sc.ID, sc.Path, sc.Populated, memo.since
+		st.Workspace, st.Attempt = info.Workspace, info.Attempt
 		c := conds
 		if declared && FindCondition(st.Conditions, v1alpha1.ConditionOrphaned) != nil {
 			c = append(c, condition(v1alpha1.ConditionOrphaned, false, "", ReasonProfileDeclared,
@@ -105,6 +153,10 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 
 	if sc.Populated {
 		return reconcile.Result{}, nil
+	}
+	if launched {
+		_, err := r.endLaunch(ctx, sc)
+		return reconcile.Result{}, err
 	}
 	if wait := r.grace - now.Sub(memo.since); !memo.wasPopulated && !memo.emptyAtStart && wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -118,6 +170,39 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, fmt.Errorf("agent %s: %w", sc.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// endLaunch removes the scope of a recorded launch once the launch is
+// over, its attempt reconciled first, and then forgets the launch. It
+// reports whether it did; a launch not over is left for its scope's
+// populated event or its process's exit to bring back.
+func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope) (bool, error) {
+	over, err := r.launches.Settle(ctx, sc, r.emptiedAt(sc.Name))
+	if err != nil || !over {
+		return false, err
+	}
+	if err := r.backend.RemoveScope(ctx, sc); err != nil {
+		if errors.Is(err, cgroup.ErrBusy) || ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("agent %s: %w", sc.Name, err)
+	}
+	if err := r.launches.Forget(ctx, sc.ID); err != nil {
+		return false, fmt.Errorf("agent %s: %w", sc.Name, err)
+	}
+	return true, nil
+}
+
+// launchOf returns what the launch path recorded of scope name.
+func (r *agentReconciler) launchOf(name string) (LaunchInfo, bool) {
+	if r.launches == nil {
+		return LaunchInfo{}, false
+	}
+	id, ok := scope.ParseScopeName(name)
+	if !ok {
+		return LaunchInfo{}, false
+	}
+	return r.launches.Launch(id.ID)
 }
 
 // memo returns what is remembered of sc, first seen now if new, and notes

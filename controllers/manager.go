@@ -50,6 +50,11 @@ type Options struct {
 	// EmptyScopeGrace is how long a never-populated scope may stay empty
 	// before it is removed. Default DefaultEmptyScopeGrace.
 	EmptyScopeGrace time.Duration
+	// Launches, when set, is the launch path's record of the scopes it
+	// made: the agent controller settles a launch before removing its
+	// scope, and a scope counts for its workspace. Without it no scope is
+	// known to belong to a workspace.
+	Launches Launches
 	// Logger receives the controllers' records. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -75,6 +80,43 @@ type env struct {
 	// roots watches workspace roots: a root created or removed enqueues
 	// its workspaces, so readiness needs no polling.
 	roots *pathwatch.Watcher
+	// launches is Options.Launches, or nil.
+	launches Launches
+
+	// emptiedMu guards emptied.
+	emptiedMu sync.Mutex
+	// emptied holds, per scope name, when the scope was last seen empty,
+	// until it is seen populated again or its agent is gone: the evidence
+	// of a scope that removes itself once empty (systemd's).
+	emptied map[string]time.Time
+}
+
+// noteScope notes when the scope of key was seen empty, or forgets it when
+// seen populated; a scope gone keeps its note for the agent controller.
+func (e *env) noteScope(k reconcile.Key, sc cgroup.Scope, ok bool) {
+	if !ok {
+		return
+	}
+	e.emptiedMu.Lock()
+	defer e.emptiedMu.Unlock()
+	if sc.Populated {
+		delete(e.emptied, k.Name)
+	} else {
+		e.emptied[k.Name] = e.now()
+	}
+}
+
+// emptiedAt returns when scope name was seen empty, zero when not.
+func (e *env) emptiedAt(name string) time.Time {
+	e.emptiedMu.Lock()
+	defer e.emptiedMu.Unlock()
+	return e.emptied[name]
+}
+
+func (e *env) forgetEmptied(name string) {
+	e.emptiedMu.Lock()
+	defer e.emptiedMu.Unlock()
+	delete(e.emptied, name)
 }
 
 // now returns the clock's time without its monotonic reading, as stored
@@ -155,6 +197,8 @@ func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options
 			return []reconcile.Key{ProfileKey(sc.Profile)}
 		}),
 		scopesByWorkspace: reconcile.NewIndex(),
+		launches:          opts.Launches,
+		emptied:           map[string]time.Time{},
 	}
 	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e)}
 	roots, err := pathwatch.New(func(owner string) {
@@ -216,8 +260,10 @@ func (m *Manager) wire() {
 		// change, and where it is now.
 		was := e.scopesByWorkspace.Targets(k)
 		var now []reconcile.Key
-		if sc, ok := s.Scopes.Get(k); ok {
-			if w, ok := workspaceOf(sc); ok {
+		sc, ok := s.Scopes.Get(k)
+		e.noteScope(k, sc, ok)
+		if ok {
+			if w, ok := e.workspaceOf(sc); ok {
 				now = []reconcile.Key{WorkspaceKey(w)}
 			}
 		}
@@ -227,6 +273,16 @@ func (m *Manager) wire() {
 		}
 	}))
 }
+
+// EnqueueAgent asks the agent controller to look at the agent of scope
+// unit name scope: the launch path calls it when something about a
+// launch changed that the cgroup tree does not show (its process exited,
+// its launch finished).
+func (m *Manager) EnqueueAgent(scope string) { m.agents.Enqueue(AgentKey(scope)) }
+
+// EnqueueWorkspace asks the workspace controller to look at workspace
+// name: its slots changed.
+func (m *Manager) EnqueueWorkspace(name string) { m.workspaces.Enqueue(WorkspaceKey(name)) }
 
 // Controllers returns the four controllers, for their names and Stats.
 func (m *Manager) Controllers() []*reconcile.Controller {

@@ -14,11 +14,12 @@ import (
 )
 
 // workspaceReconciler keeps each Workspace's status: Ready while its root
-// is an existing directory and its profile is declared, and the number of
-// live processes launched in it. Roots are watched (package pathwatch),
-// so a root created or removed is seen at once; a slow requeue, ten
-// intervals, is the safety net for file systems whose changes inotify does
-// not see, and a launch checks the root again itself.
+// is an existing directory and its profile is declared, the number of
+// live processes launched in it, and the slots held for launches in
+// progress. Roots are watched (package pathwatch), so a root created or
+// removed is seen at once; a slow requeue, ten intervals, is the safety
+// net for file systems whose changes inotify does not see, and a launch
+// checks the root again itself.
 type workspaceReconciler struct {
 	*env
 }
@@ -58,9 +59,9 @@ func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request
 	if reason != "" {
 		ready = condition(v1alpha1.ConditionReady, false, "", reason, strings.Join(problems, "; "))
 	}
-	now, gen, live := r.now(), w.Metadata.Generation, r.liveIn(w.Metadata.Name)
+	now, gen, live, reserved := r.now(), w.Metadata.Generation, r.liveIn(w.Metadata.Name), r.reservedIn(w.Metadata.Name)
 	updateStatus(r.s.Workspaces, r.rec, req.Key, func(st *v1alpha1.WorkspaceStatus) []v1alpha1.Condition {
-		st.Live = live
+		st.Live, st.Reserved = live, reserved
 		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready)...)
 	})
 	return reconcile.Result{RequeueAfter: 10 * r.interval}, nil
@@ -93,9 +94,25 @@ func (r *workspaceReconciler) liveIn(name string) int64 {
 }
 
 // workspaceOf returns the workspace a scope was launched in. It is the one
-// place that knows: until launches record their workspace (with the
-// attempt bound to the scope), no scope is known to belong to one, and
-// every workspace counts zero live processes.
-func workspaceOf(cgroup.Scope) (string, bool) {
-	return "", false
+// place that knows: the launch path records each launch's workspace
+// before its scope exists. A scope it did not record (made by hand, or
+// without Options.Launches) belongs to no workspace.
+func (e *env) workspaceOf(sc cgroup.Scope) (string, bool) {
+	if e.launches == nil {
+		return "", false
+	}
+	info, ok := e.launches.Launch(sc.ID)
+	if !ok {
+		return "", false
+	}
+	return info.Workspace, true
+}
+
+// reservedIn counts the slots of workspace name held for launches in
+// progress.
+func (e *env) reservedIn(name string) int64 {
+	if e.launches == nil {
+		return 0
+	}
+	return e.launches.Reserved(name)
 }

@@ -308,7 +308,7 @@ func (w *watch) add(raw json.RawMessage) {
 
 // until waits until cond holds for the latest version of object name
 // (nil when not seen).
-func (w *watch) until(t *testing.T, name, what string, cond func(obj map[string]any) bool) map[string]any {
+func (w *watch) until(t testing.TB, name, what string, cond func(obj map[string]any) bool) map[string]any {
 	t.Helper()
 	var last map[string]any
 	testutil.Eventually(t, w.wake, func() bool {

@@ -472,7 +472,7 @@ func (a *Authority) Admit(ctx context.Context, p Principal, key, digest string, 
 		case !intent.Requested.Fits(target(in.capacity, a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
 			n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
 		default:
-			plan := *in.plan
+			plan := in.plan.For(intent.Minimum)
 			n.Phase, n.Plan = PhasePrepared, &plan
 			n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
 		}
@@ -522,17 +522,26 @@ func (a *Authority) alive(p Principal) error {
 // BindScope binds a committed launch to its scope (launch_committed →
 // scope_bound), on fresh read-back evidence that the scope named for the
 // attempt exists and holds every planned limit; ev.ObservedAt must be at
-// most MaxEvidenceAge before the call. The caller's process is recorded
-// as the one moved into the scope. Binding the same scope again returns
-// the record; a wrong permit is ErrUnauthorized, evidence that does not
-// confirm the plan ErrEvidence, and any phase but launch_committed
-// ErrInvalidTransition.
+// most MaxEvidenceAge before the call. The process recorded as the one
+// moved into the scope is ev.Root when set, which must be running as
+// itself (its start time, in this boot), and otherwise the caller's own.
+// Binding the same scope again returns the record; a wrong permit is
+// ErrUnauthorized, evidence that does not confirm the plan or names a
+// root that is not running ErrEvidence, and any phase but
+// launch_committed ErrInvalidTransition.
 func (a *Authority) BindScope(ctx context.Context, p Principal, key string, permit Permit, ev ScopeEvidence) (Record, error) {
 	if err := validKey(key); err != nil {
 		return Record{}, err
 	}
 	if err := a.alive(p); err != nil {
 		return Record{}, err
+	}
+	root := p.process
+	if ev.Root != nil {
+		if err := a.runsAsItself(*ev.Root); err != nil {
+			return Record{}, fmt.Errorf("attempt %s: %w", key, err)
+		}
+		root = *ev.Root
 	}
 	// Freshness is judged after the evidence was gathered.
 	now := a.clock.Now()
@@ -561,7 +570,6 @@ func (a *Authority) BindScope(ctx context.Context, p Principal, key string, perm
 			return Record{}, fmt.Errorf("attempt %s: read-back limits do not confirm the plan: %w", key, ErrEvidence)
 		}
 		n := r.clone()
-		root := p.process
 		applied := ev.Applied
 		applied.Enforced = maps.Clone(ev.Applied.Enforced)
 		n.Phase, n.Scope, n.Root, n.Applied = PhaseScopeBound, ev.Name, &root, &applied
@@ -575,7 +583,9 @@ func (a *Authority) BindScope(ctx context.Context, p Principal, key string, perm
 // AuthorizeRun authorizes the bound process to exec (scope_bound →
 // run_authorized) and returns MayExec true, once. Asking again returns
 // MayExec false, so a lost answer never permits a second exec. The caller
-// must be the process bound into the scope and present the permit.
+// must be the owner that bound the scope and present the permit, and the
+// process bound into the scope must still be running as itself: the
+// caller's own, or the root BindScope was given.
 func (a *Authority) AuthorizeRun(ctx context.Context, p Principal, key string, permit Permit) (Run, error) {
 	if err := validKey(key); err != nil {
 		return Run{}, err
@@ -595,8 +605,8 @@ func (a *Authority) AuthorizeRun(ctx context.Context, p Principal, key string, p
 		if r.Phase != PhaseScopeBound && r.Phase != PhaseRunAuthorized {
 			return Run{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
 		}
-		if r.Root == nil || *r.Root != p.process {
-			return Run{}, fmt.Errorf("attempt %s: caller is not the bound process: %w", key, ErrUnauthorized)
+		if r.Root == nil || *r.Root != p.process && a.runsAsItself(*r.Root) != nil {
+			return Run{}, fmt.Errorf("attempt %s: the bound process is not running: %w", key, ErrUnauthorized)
 		}
 		if r.Phase == PhaseRunAuthorized {
 			return Run{Record: *r}, nil
@@ -629,6 +639,49 @@ func (a *Authority) AbandonLaunch(ctx context.Context, p Principal, key string, 
 		r, err := b.owned(p, key, now)
 		if err != nil {
 			return Record{}, err
+		}
+		switch {
+		case r.Phase.Terminal():
+			return *r, nil
+		case r.Scope != "", r.Phase == PhasePrepared, r.Phase == PhaseScopeBound, r.Phase == PhaseRunAuthorized:
+			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+		}
+		n := r.clone()
+		n.Phase, n.Release, n.Abandoned = PhaseReleased, ReleaseNoHelperCreated, reason
+		if err := b.put(r, n); err != nil {
+			return Record{}, err
+		}
+		return *n, nil
+	})
+}
+
+// AbandonInherited is AbandonLaunch for an owner's successor: the report,
+// by a later generation of the owner, that a launch an earlier generation
+// committed created nothing and never will. An owner that restarts
+// registers a new generation and can no longer act on its earlier
+// attempts, yet it alone knows, from what it recorded before creating
+// anything, that such a launch never made its scope. The attempt must be
+// of p's owner, of an earlier generation whose process has ended (a
+// generation still running may yet create the scope); any other is not
+// found. The phases it applies to, and its answers, are AbandonLaunch's.
+func (a *Authority) AbandonInherited(ctx context.Context, p Principal, key string, reason AbandonReason) (Record, error) {
+	if err := validKey(key); err != nil {
+		return Record{}, err
+	}
+	if !reason.valid() {
+		return Record{}, fmt.Errorf("abandon reason %q: %w", reason, ErrInvalidRequest)
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Record, error) {
+		if err := b.authorize(p); err != nil {
+			return Record{}, err
+		}
+		r, err := b.load(key, now)
+		if err != nil {
+			return Record{}, err
+		}
+		if r == nil || r.Owner != p.owner || r.Generation >= p.generation || !a.processGone(r.OwnerProcess) {
+			return Record{}, fmt.Errorf("attempt %s: %w", key, ErrNotFound)
 		}
 		switch {
 		case r.Phase.Terminal():
@@ -762,6 +815,19 @@ func (a *Authority) Reconcile(ctx context.Context, key string, ev ScopeEvidence)
 		}
 		return *n, nil
 	})
+}
+
+// runsAsItself checks that p, a process the caller names, runs as itself
+// now: in this boot, with its start time. It is ErrEvidence otherwise.
+func (a *Authority) runsAsItself(p Process) error {
+	if p.PID <= 0 || p.BootID != a.bootID {
+		return fmt.Errorf("process %d is not of this boot: %w", p.PID, ErrEvidence)
+	}
+	start, err := a.inspector.StartTime(p.PID)
+	if errors.Is(err, ErrNoProcess) || (err == nil && start != p.StartTime) {
+		return fmt.Errorf("process %d is not running as itself: %w", p.PID, ErrEvidence)
+	}
+	return err
 }
 
 // processGone reports whether p has certainly ended. A failed read is not

@@ -449,11 +449,31 @@ func TestMissingScopeIsSuspectAndStickyUntilReboot(t *testing.T) {
 	}
 }
 
+// An attempt whose minimums are accounted is held by accounting alone: its
+// scope needs no limit, however firmly the host could hold it.
+func TestAccountedMinimumsNeedNoScopeLimits(t *testing.T) {
+	h := newHarness(t)
+	p := h.ready()
+	r := h.prepare(p, key(1))
+	for _, res := range cgroup.AllResources {
+		if e := r.Plan.get(res); e.Level != v1alpha1.LevelAccounted {
+			t.Fatalf("attempt plan for %s = %+v, want accounted", res, e)
+		}
+	}
+	permit := h.begin(p, key(1))
+	ev := h.evidence(key(1), true, false)
+	ev.Applied = cgroup.Applied{}
+	if _, err := h.a.BindScope(t.Context(), p, key(1), permit, ev); err != nil {
+		t.Fatalf("BindScope of a scope without limits = %v, want bound", err)
+	}
+}
+
 // DevGuard: wrong_scope_stale_evidence_and_pid_reuse_never_authorize_or_release.
 // Evidence that does not hold is refused with ErrEvidence and changes
 // nothing, where DevGuard makes the attempt suspect.
 func TestWrongScopeStaleEvidenceAndPIDReuseNeverBindOrRelease(t *testing.T) {
 	h := newHarness(t)
+	h.intent = kernelJob
 	p := h.ready()
 	h.prepare(p, key(1))
 	permit := h.begin(p, key(1))

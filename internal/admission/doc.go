@@ -9,7 +9,11 @@
 //   - Owners register with their kernel identity (uid and pid from
 //     SO_PEERCRED, the process start time and the boot ID) and a
 //     generation; a stale generation is unauthorized, and an attempt is
-//     visible to its owner alone.
+//     visible to its owner alone. A long-lived launcher (marshald) is the
+//     owner of every attempt it makes: it binds the process it moved into
+//     the scope as the attempt's root, and after a restart, as the next
+//     generation, abandons the launches its earlier generation began
+//     without making their scope (AbandonInherited).
 //   - Admit records an attempt under a caller-chosen key, bound to its
 //     meaning by the admission fingerprint of the ExecutionMeaning digest
 //     and the resource intent: prepared with a deadline, or denied. A

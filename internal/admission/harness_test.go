@@ -109,6 +109,14 @@ var job = Intent{
 	Minimum:   Levels{CPU: v1alpha1.LevelAccounted, Memory: v1alpha1.LevelAccounted, PIDs: v1alpha1.LevelAccounted},
 }
 
+// kernelJob is job asking for every resource at kernel level, so that its
+// scope must carry the limits the plan calls for.
+var kernelJob = Intent{
+	Profile:   job.Profile,
+	Requested: job.Requested,
+	Minimum:   Levels{CPU: v1alpha1.LevelKernel, Memory: v1alpha1.LevelKernel, PIDs: v1alpha1.LevelKernel},
+}
+
 // DevGuard's test host leaves 7.5 CPUs, 23.25 GiB and 3584 tasks of work
 // capacity: two requests fit, a third does not.
 func devguardCapacity() *v1alpha1.Capacity {
@@ -141,13 +149,16 @@ type harness struct {
 	caps     cgroup.Capabilities
 	ttl      time.Duration
 	maxSize  int
-	a        *Authority
-	stop     func() error
+	// intent is what admit asks for: job, unless a test needs another.
+	intent Intent
+	a      *Authority
+	stop   func() error
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{
+		intent:   job,
 		t:        t,
 		path:     filepath.Join(t.TempDir(), "admission.db"),
 		clock:    testclock.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
@@ -234,7 +245,7 @@ func (h *harness) ready() Principal { return h.register("runner", 1, 100) }
 
 func (h *harness) admit(p Principal, id string) Record {
 	h.t.Helper()
-	r, err := h.a.Admit(h.t.Context(), p, id, meaning, job)
+	r, err := h.a.Admit(h.t.Context(), p, id, meaning, h.intent)
 	if err != nil {
 		h.t.Fatalf("Admit(%s) = %v", id, err)
 	}

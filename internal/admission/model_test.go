@@ -465,7 +465,7 @@ func TestModelAgreesOnEveryAnswerAndOnChargedTotals(t *testing.T) {
 					check("AuthorizeRun", got, fail(ErrUnauthorized))
 				case a.phase != PhaseScopeBound && a.phase != PhaseRunAuthorized:
 					check("AuthorizeRun", got, fail(ErrInvalidTransition))
-				case a.root != p.proc:
+				case a.root != p.proc && !m.alive(a.root):
 					check("AuthorizeRun", got, fail(ErrUnauthorized))
 				case a.phase == PhaseRunAuthorized:
 					check("AuthorizeRun", got, fromAttempt(a))

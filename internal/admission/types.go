@@ -315,6 +315,26 @@ func consistent(r cgroup.Resource, e cgroup.Enforcement) bool {
 	return false
 }
 
+// For returns the plan of one attempt whose minimum levels are min: a
+// resource whose minimum is accounted is held by accounting alone, and
+// any other at the level the host gives it (at least min, when Satisfies).
+// An agent is therefore capped by the kernel at its request only where it
+// asked to be: the host's best is what it may ask for, not what it gets.
+func (p Plan) For(min Levels) Plan {
+	out := p
+	accounted := cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}
+	if min.CPU == v1alpha1.LevelAccounted {
+		out.CPU = accounted
+	}
+	if min.Memory == v1alpha1.LevelAccounted {
+		out.Memory = accounted
+	}
+	if min.PIDs == v1alpha1.LevelAccounted {
+		out.PIDs = accounted
+	}
+	return out
+}
+
 // Satisfies reports whether the plan gives every resource at least min.
 func (p Plan) Satisfies(min Levels) bool {
 	for _, r := range cgroup.AllResources {
@@ -327,7 +347,8 @@ func (p Plan) Satisfies(min Levels) bool {
 
 // confirms reports whether applied shows every planned limit in force:
 // above accounting the method must be the planned one, and a kernel limit
-// must equal the reserved quantity.
+// must equal the reserved quantity, memory as the kernel rounds it down
+// to a whole page (cgroup.Applied.Satisfies).
 func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 	for _, r := range cgroup.AllResources {
 		want := p.get(r)
@@ -338,11 +359,25 @@ func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 		if !ok || got.Method != want.Method || got.Level != want.Level {
 			return false
 		}
-		if want.Level == v1alpha1.LevelKernel && applied.Limits.Get(r) != q.get(r) {
+		if want.Level == v1alpha1.LevelKernel && !applied.Satisfies(limitOf(r, q.get(r))) {
 			return false
 		}
 	}
 	return true
+}
+
+// limitOf is a limit of v on r alone.
+func limitOf(r cgroup.Resource, v int64) cgroup.Limits {
+	var l cgroup.Limits
+	switch r {
+	case cgroup.CPU:
+		l.CPUMilli = v
+	case cgroup.Memory:
+		l.MemoryBytes = v
+	case cgroup.PIDs:
+		l.Tasks = v
+	}
+	return l
 }
 
 // Reservation is what a prepared attempt holds.
@@ -566,6 +601,11 @@ type ScopeEvidence struct {
 	OOMKilled bool
 	// Applied is the limits read back, for BindScope.
 	Applied cgroup.Applied
+	// Root is the process the launch moved into the scope, for BindScope,
+	// when it is not the caller's own: a launcher that moves the process
+	// it launches (rather than itself) names that process here, with the
+	// start time it pinned it by. Nil means the caller's process.
+	Root *Process
 }
 
 // MaxEvidenceAge is how old evidence may be when it is judged, as

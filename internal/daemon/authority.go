@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -138,15 +139,38 @@ func (d *Daemon) newMetrics(queues *metrics.Workqueue) error {
 	return err
 }
 
-// serveBackup streams a consistent copy of the admission journal.
+// serveBackup answers a consistent copy of the admission journal: written
+// first to a file beside the journal, so that its length is known and a
+// copy cut short is refused by the client rather than saved.
 func (d *Daemon) serveBackup(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/octet-stream")
-	if _, err := d.auth.Backup(r.Context(), w); err != nil {
-		d.log.Error("backing up the admission journal", "err", err)
-		// Headers may be sent: a truncated body fails the client's
-		// length check.
-		http.Error(w, (&localapi.Error{Code: localapi.CodeInternal, Message: "backup failed"}).Error(), http.StatusInternalServerError)
+	tmp, err := os.CreateTemp(d.cfg.StateDir, ".backup-*")
+	if err == nil {
+		tmp.Close()
+		os.Remove(tmp.Name()) // BackupFile creates it and never overwrites
+		err = d.auth.BackupFile(r.Context(), tmp.Name())
 	}
+	if err != nil {
+		d.log.Error("backing up the admission journal", "err", err)
+		writeAPIError(w, http.StatusInternalServerError, localapi.CodeInternal, "the backup failed; marshald's log has the cause")
+		return
+	}
+	defer os.Remove(tmp.Name())
+	f, err := os.Open(tmp.Name())
+	if err != nil {
+		writeAPIError(w, http.StatusInternalServerError, localapi.CodeInternal, "the backup failed; marshald's log has the cause")
+		return
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, "admission.db", st.ModTime(), f)
+}
+
+// writeAPIError writes a local API error body.
+func writeAPIError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(&localapi.Error{Code: code, Message: msg})
 }
 
 // followAdmission tells watchers of the Host that the authority's view

@@ -23,6 +23,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
 	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/metrics"
 	"github.com/marshal-dev/marshal/internal/source"
@@ -43,6 +44,7 @@ type Daemon struct {
 	metrics   *metrics.Metrics
 	recorder  *events.Recorder
 	backend   cgroup.Backend
+	launcher  *launch.Launcher
 	stores    *controllers.Stores
 	source    *source.Source
 	manager   *controllers.Manager
@@ -103,6 +105,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	d.stores = controllers.NewStores()
+	mounts, err := cgroup.ReadMounts()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.newLauncher(mounts.V2); err != nil {
+		return nil, err
+	}
 	decl, err := newDeclarer(d.stores, d.db, d.clock, log)
 	if err != nil {
 		return nil, fmt.Errorf("loading generations: %w", err)
@@ -113,7 +122,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	})
 	queues := metrics.NewWorkqueue()
 	d.manager, err = controllers.Setup(d.stores, d.backend, d.recorder, controllers.Options{
-		Interval: cfg.Relist, Logger: log, MetricsProvider: queues,
+		Interval: cfg.Relist, Logger: log, MetricsProvider: queues, Launches: launchesView{d.launcher},
 	})
 	if err != nil {
 		return nil, err
@@ -138,6 +147,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	d.server = apiserver.New(d.view, opts)
 	d.server.Handle("GET /metrics", d.metrics.Handler())
 	d.server.Handle("GET "+localapi.BackupPath, http.HandlerFunc(d.serveBackup))
+	d.server.Handle("POST "+localapi.RunPath, http.HandlerFunc(d.serveRun))
 	if cfg.MetricsAddress != "" {
 		if d.metricsLn, err = metrics.ListenTCP(ctx, cfg.MetricsAddress); err != nil {
 			return nil, fmt.Errorf("--metrics-address: %w", err)
@@ -181,18 +191,23 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 		})
 	}
 	start("admission", d.auth.Run)
+	start("launch", d.launcher.Run)
 	wg.Go(func() { d.followAdmission(ctx) })
 	start("pressure", d.pressure.Run)
 	start("source", d.source.Start)
 	if d.metricsLn != nil {
 		start("metrics", func(ctx context.Context) error { return d.metrics.Serve(ctx, d.metricsLn) })
 	}
-	// The controllers start once the config dir is declared: before, every
-	// live scope would look orphaned.
+	// The controllers start once the config dir is declared and the
+	// launches of an earlier run are recovered: before, every live scope
+	// would look orphaned, or unknown to the launch path.
 	start("controllers", func(ctx context.Context) error {
 		select {
 		case <-d.source.Synced():
 		case <-ctx.Done():
+			return nil
+		}
+		if !d.waitLauncher(ctx) {
 			return nil
 		}
 		return d.manager.Start(ctx)

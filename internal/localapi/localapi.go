@@ -18,6 +18,9 @@ const (
 	DoctorPath       = "/v1/doctor"
 	// BackupPath streams a consistent copy of the admission journal.
 	BackupPath = "/v1/admin/backup"
+	// RunPath launches the caller as an agent (POST a RunRequest; the
+	// answer is a RunResult).
+	RunPath = "/v1/run"
 )
 
 // Query parameters.
@@ -241,3 +244,132 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// RunRequest asks marshald to launch the caller, the process that made
+// the request's connection, as an agent in a workspace: on success it is
+// moved into the launch's scope, and execs the answer's plan.
+type RunRequest struct {
+	// Workspace names the workspace.
+	Workspace string `json:"workspace"`
+	// Argv is the command, argv[0] resolved with the final environment's
+	// PATH from the workspace root. Its strings must be UTF-8.
+	Argv []string `json:"argv"`
+	// PTY reports whether the execution runs on the caller's terminal.
+	PTY bool `json:"pty"`
+	// TimeoutMS bounds the execution, in milliseconds: its scope is
+	// killed when it expires. 0 is none.
+	TimeoutMS int64 `json:"timeoutMS,omitempty"`
+	// Env is the caller's environment, KEY=VALUE entries as bytes: an
+	// environment need not be UTF-8.
+	Env [][]byte `json:"env"`
+	// Explain asks what the execution would mean and need, without
+	// admitting or running anything.
+	Explain bool `json:"explain,omitempty"`
+}
+
+// RunResult answers a RunRequest: exactly one of Plan, Refusal and
+// Explain is set.
+type RunResult struct {
+	Plan    *ExecPlan `json:"plan,omitempty"`
+	Refusal *Refusal  `json:"refusal,omitempty"`
+	Explain *Explain  `json:"explain,omitempty"`
+}
+
+// ExecPlan is what the caller, already inside its scope, execs.
+type ExecPlan struct {
+	// Path is the absolute path of the executable, Argv its arguments as
+	// given, Env the full environment (bytes) and Dir the working
+	// directory: the workspace root.
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	Env  [][]byte `json:"env"`
+	Dir  string   `json:"dir"`
+	// ID is the launch's 32 hex digits, Scope its scope's unit name.
+	ID    string `json:"id"`
+	Scope string `json:"scope"`
+	// Attempt is the admission attempt bound to the scope, empty when
+	// the execution runs unaccounted.
+	Attempt string `json:"attempt,omitempty"`
+	// Unaccounted, when set, says why an execution of an optional
+	// workspace runs without a reservation (resource_unavailable,
+	// resource_policy_unsupported, authority_unavailable,
+	// admission_unknown).
+	Unaccounted string `json:"unaccounted,omitempty"`
+}
+
+// Refusal codes of a run: nothing was started.
+const (
+	RefusalWorkspaceNotReady    = "WORKSPACE_NOT_READY"
+	RefusalExecNotAllowed       = "EXEC_NOT_ALLOWED"
+	RefusalWorkspaceBusy        = "WORKSPACE_BUSY"
+	RefusalResourceUnavailable  = "RESOURCE_UNAVAILABLE"
+	RefusalPolicyUnsupported    = "RESOURCE_POLICY_UNSUPPORTED"
+	RefusalAuthorityUnavailable = "RESOURCE_AUTHORITY_UNAVAILABLE"
+	RefusalAdmissionUnknown     = "ADMISSION_UNKNOWN"
+	RefusalInternal             = "INTERNAL"
+)
+
+// Attempt states of a refused run.
+const (
+	AttemptNotAsked    = "not_asked"
+	AttemptNotRecorded = "not_recorded"
+	AttemptDenied      = "denied"
+	AttemptCancelled   = "cancelled"
+	AttemptExpired     = "expired"
+	AttemptUnknown     = "unknown"
+)
+
+// Refusal is a run refused before anything was started. It holds
+// enumerations, identifiers and numbers only.
+type Refusal struct {
+	// Code is one of the Refusal* codes.
+	Code string `json:"code"`
+	// Detail is a fixed phrase with numbers: "live process limit reached
+	// (8 of 8)", "memory_bytes requested N, free F of T".
+	Detail string `json:"detail"`
+	// Attempt is the attempt's ID, empty when none was made.
+	Attempt string `json:"attempt,omitempty"`
+	// Process is the caller's process ID.
+	Process int `json:"process"`
+	// State is one of the Attempt* states.
+	State string `json:"state"`
+}
+
+// Explain is what a run would mean and what its admission would need.
+type Explain struct {
+	// Meaning is the execution meaning, as the admission digest encodes
+	// it, and Digest that digest.
+	Meaning json.RawMessage `json:"meaning"`
+	Digest  string          `json:"digest"`
+	// Admission is what admission would need.
+	Admission ExplainAdmission `json:"admission"`
+}
+
+// ExplainAdmission is what admission of a run would need, and whether the
+// host could give it now.
+type ExplainAdmission struct {
+	// Participation is required, optional or none; none asks nothing.
+	Participation string `json:"participation"`
+	// Request is what the execution reserves, and Minimum the least
+	// level per resource (cpu, memory, pids).
+	Request v1alpha1.Amounts  `json:"request"`
+	Minimum map[string]string `json:"minimum"`
+	// Host is, per resource, the level and method this host gives.
+	Host []v1alpha1.Enforcement `json:"host,omitempty"`
+	// Supported reports whether the host gives every minimum;
+	// Unsupported names the first it does not.
+	Supported   bool   `json:"supported"`
+	Unsupported string `json:"unsupported,omitempty"`
+	// Ready reports whether the authority can decide now.
+	Ready bool `json:"ready"`
+	// Free and Target are what the authority has free, of what it admits
+	// against now.
+	Free   v1alpha1.Amounts `json:"free"`
+	Target v1alpha1.Amounts `json:"target"`
+	// Fits reports whether the request fits what is free now; Shortage
+	// names the first resource that does not.
+	Fits     bool   `json:"fits"`
+	Shortage string `json:"shortage,omitempty"`
+	// Limits are the scope limits a launch admitted now would get.
+	Limits v1alpha1.Amounts `json:"limits"`
+}

@@ -26,13 +26,20 @@ const (
 	Generations Bucket = "generations"
 	// Events maps a big-endian sequence number to an event.
 	Events Bucket = "events"
+	// Launches maps a launch's ID (its scope's 32 hex digits) to its
+	// launch record, written before the scope exists and deleted once the
+	// scope is gone.
+	Launches Bucket = "launches"
+	// Registrations maps an admission owner's name to the generation it
+	// registered last.
+	Registrations Bucket = "registrations"
 )
 
 var (
 	metaBucket   = []byte("meta")
 	schemaKey    = []byte("schema")
 	schemaValue  = []byte("marshal-state-v1")
-	knownBuckets = []Bucket{LastGood, Generations, Events}
+	knownBuckets = []Bucket{LastGood, Generations, Events, Launches, Registrations}
 )
 
 // DB is the state database. Its methods are safe for concurrent use.

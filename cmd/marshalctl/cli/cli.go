@@ -127,6 +127,8 @@ object names in bash, zsh or fish.`,
 		newDeleteCmd(g, s),
 		newDoctorCmd(g, s),
 		newIdentifyCmd(s),
+		newRunCmd(g, s),
+		newAdminCmd(g, s),
 		newVersionCmd(g, s),
 		newCompletionCmd(s),
 	)

@@ -1,0 +1,23 @@
+//go:build !linux
+
+package cli
+
+import (
+	"errors"
+
+	"github.com/marshal-dev/marshal/internal/localapi"
+)
+
+// runTerm is what run decided about the terminal.
+type runTerm struct {
+	pty    bool
+	detach bool
+}
+
+// runTerminal: agents run on Linux only.
+func runTerminal(o runOptions) (runTerm, error) {
+	return runTerm{}, &ExitError{Code: ExitFailure, Err: errors.New("run needs Linux: agents run in cgroup scopes")}
+}
+
+// execPlan: agents run on Linux only.
+func execPlan(p *localapi.ExecPlan, term runTerm) error { return errors.ErrUnsupported }

@@ -1,0 +1,188 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+)
+
+// Info is what the Launcher knows of a launch, for the controllers.
+type Info struct {
+	Workspace string
+	// Attempt is the attempt bound to the scope, "" when unaccounted.
+	Attempt string
+	// PID is the launched process.
+	PID int
+}
+
+// Info returns what is known of the launch whose scope has ID id, and
+// false when no launch recorded it.
+func (l *Launcher) Info(id string) (Info, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.launches[id]
+	if st == nil {
+		return Info{}, false
+	}
+	return Info{Workspace: st.rec.Workspace, Attempt: st.rec.Attempt, PID: st.rec.PID}, true
+}
+
+// Settle reports whether the launch of scope sc is over: its scope read
+// empty now, and its launched process known to have exited (its pidfd
+// says so; after a restart, the process recorded was gone). Only then,
+// and when the launch has an attempt, it reconciles the attempt with that
+// evidence, before anything removes the scope. The scope is read where
+// its launch made it (sc.Path when that is not known); a scope that is
+// gone was last seen empty at emptiedAt, when not zero, which stands as
+// the evidence if fresh enough (a systemd scope removes itself once
+// empty). A launch still in progress, or still running, is not over:
+// false, nil. A scope no launch recorded is over.
+func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
+	l.mu.Lock()
+	st := l.launches[sc.ID]
+	var (
+		rec       Record
+		path      = sc.Path
+		proc      *Process
+		launching bool
+	)
+	if st != nil {
+		rec, proc, launching = st.rec, st.proc, st.launching
+		if st.path != "" {
+			path = st.path
+		}
+	}
+	l.mu.Unlock()
+	if st == nil {
+		return true, nil
+	}
+	if launching || proc != nil && !proc.Exited() {
+		return false, nil
+	}
+	ev := admission.ScopeEvidence{Name: rec.Scope(), ObservedAt: l.clock.Now(), ProcessExited: true}
+	if path != "" {
+		events, err := cgroup.ReadEvents(filepath.Join(l.mount, path))
+		switch {
+		case errors.Is(err, cgroup.ErrNotFound):
+		case err != nil:
+			return false, fmt.Errorf("launch %s: %w", rec.ID, err)
+		default:
+			ev.Exists, ev.Populated = true, events.Populated
+		}
+	}
+	if ev.Populated {
+		return false, nil
+	}
+	if !ev.Exists && !emptiedAt.IsZero() && ev.ObservedAt.Sub(emptiedAt) <= admission.MaxEvidenceAge {
+		ev.Exists, ev.ObservedAt = true, emptiedAt
+	}
+	if rec.Attempt == "" {
+		return true, nil
+	}
+	r, err := l.auth.Reconcile(ctx, rec.Attempt, ev)
+	switch {
+	case errors.Is(err, admission.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("launch %s: reconciling its attempt: %w", rec.ID, err)
+	case r.Phase.Charged():
+		// Only a reboot settles it now (a bound scope that vanished);
+		// the scope can go.
+		l.log.Warn("attempt still charged after its scope ended", "attempt", rec.Attempt, "phase", r.Phase, "scope_lost", r.ScopeLost)
+	}
+	return true, nil
+}
+
+// Forget ends the launch whose scope has ID id, once its scope is gone:
+// its record is deleted, its slot freed and its process released. A
+// launch not known is no error; a record that cannot be deleted is, and
+// the launch is kept.
+func (l *Launcher) Forget(ctx context.Context, id string) error {
+	l.mu.Lock()
+	st := l.launches[id]
+	l.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	if err := l.store.Delete(ctx, id); err != nil {
+		return fmt.Errorf("launch %s: %w", id, err)
+	}
+	l.mu.Lock()
+	if l.launches[id] == st {
+		delete(l.launches, id)
+	}
+	l.mu.Unlock()
+	st.proc.Close()
+	st.slot.Free()
+	l.poke()
+	return nil
+}
+
+// Reserved returns the slots of workspace held for processes not yet
+// created.
+func (l *Launcher) Reserved(workspace string) int64 { return l.slots.Reserved(workspace) }
+
+// launched marks the launch of id as no longer in progress, re-arms the
+// timeouts and tells the controllers to look at its scope again.
+func (l *Launcher) launched(id, scope string) {
+	l.mu.Lock()
+	if st := l.launches[id]; st != nil {
+		st.launching = false
+	}
+	l.mu.Unlock()
+	l.poke()
+	l.notify(scope)
+}
+
+// watch waits in the background for the launched process p to exit, and
+// then tells the controllers to look at its scope.
+func (l *Launcher) watch(p *Process, scope string) {
+	l.goBackground(func(ctx context.Context) {
+		if err := p.Wait(ctx); err != nil {
+			return // stopped, or the launch was forgotten
+		}
+		l.notify(scope)
+	})
+}
+
+// nextDeadline returns the earliest timeout of a launch whose scope was
+// not killed yet.
+func (l *Launcher) nextDeadline() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var next time.Time
+	for _, st := range l.launches {
+		d := st.rec.Deadline
+		if d.IsZero() || st.launching || st.killed {
+			continue
+		}
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// expire kills the scope of every launch whose timeout has passed.
+func (l *Launcher) expire(ctx context.Context) {
+	now := l.clock.Now()
+	var due []Record
+	l.mu.Lock()
+	for _, st := range l.launches {
+		if d := st.rec.Deadline; !d.IsZero() && !st.launching && !st.killed && !now.Before(d) {
+			st.killed = true
+			due = append(due, st.rec)
+		}
+	}
+	l.mu.Unlock()
+	for _, rec := range due {
+		if err := l.scopes.Kill(ctx, cgroup.Scope{Name: rec.Scope(), Profile: rec.Profile, ID: rec.ID}); err != nil && ctx.Err() == nil {
+			l.log.Warn("killing a launch whose timeout expired", "scope", rec.Scope(), "err", err)
+		}
+	}
+}

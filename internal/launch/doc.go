@@ -1,0 +1,33 @@
+// Package launch is marshal's governed launch: it turns a request to run
+// a command in a workspace into a process inside the launch's scope, or
+// into a refusal made before anything was created, and it keeps what it
+// launched until the process tree is gone.
+//
+// A launch goes through authorization (the workspace is declared and
+// Ready, exec is allowed, argv[0] passes the workspace's list and
+// resolves to an executable), a live-process slot of the workspace
+// (Slots, reserved before anything exists), admission when the
+// workspace participates (an attempt keyed by a fresh ID, bound to the
+// digest of the execution's meaning), and a one-shot PreparedExecution
+// that owns the slot and the attempt. Launching it begins the launch with
+// the authority, records the launch in the state database, creates the
+// scope with the caller moved into it, binds the scope and authorizes the
+// run; only then does the caller exec, already inside its scope, so
+// nothing it runs is ever outside it.
+//
+// The caller is the process that becomes the agent. It is pinned by a
+// pidfd (Process) for the whole launch and until it is released, so its
+// exit is known without polling and a reused pid is never taken for it.
+// After the launch the Launcher keeps each launch's record, slot, process
+// and timeout; the agent controller asks it which workspace and attempt a
+// scope belongs to, and settles a launch (Settle: the attempt is
+// reconciled with the evidence of the ended scope) before removing the
+// scope and forgetting the launch (Forget: the record is deleted and the
+// slot freed). A restart recovers from the records: slots are recounted
+// from the launches whose scopes live, and launches that never made their
+// scope are abandoned.
+//
+// The package speaks in refusal codes and attempt states, never in wire
+// codes; the API edge maps them. It does not serve HTTP, parse flags or
+// exec anything itself: the daemon's handler and marshalctl do.
+package launch

@@ -1,0 +1,38 @@
+package launch
+
+import "errors"
+
+// Errors of the launch path. A refusal (*Refusal) wraps one of them, or
+// an error of the authority or the backend, as its cause.
+var (
+	// ErrConsumed is returned by PreparedExecution.Launch and Cancel when
+	// the prepared execution was launched, cancelled or dropped before: it
+	// is used once.
+	ErrConsumed = errors.New("launch: prepared execution already used")
+	// ErrDigestMismatch is the cause of the refusal of a Launch asked for
+	// another execution (argv, workspace, terminal, timeout or
+	// environment) than the one prepared.
+	ErrDigestMismatch = errors.New("launch: execution differs from the one prepared")
+	// ErrExpired is the cause of the refusal of a Launch whose prepared
+	// attempt reached its deadline first.
+	ErrExpired = errors.New("launch: prepared execution expired")
+	// ErrWorkspaceBusy is returned by Slots.Reserve, and is the cause of
+	// the refusal, when every live-process slot of the workspace is held.
+	ErrWorkspaceBusy = errors.New("launch: live process limit reached")
+	// ErrNotAuthorized is the cause of the refusal of a request the
+	// workspace's policy does not allow, or a workspace that is not
+	// declared or not Ready.
+	ErrNotAuthorized = errors.New("launch: not authorized")
+	// ErrAdmissionUnknown is the cause of the refusal of a request whose
+	// admission answer was lost and could not be settled by one lookup.
+	ErrAdmissionUnknown = errors.New("launch: admission outcome unknown")
+	// ErrNotRunning is returned when the Launcher has not registered with
+	// the authority yet (Run has not got that far) or has stopped.
+	ErrNotRunning = errors.New("launch: launcher not running")
+	// ErrProcessGone is returned by Pin and PinPeer when the process has
+	// exited, or its pid now names another process.
+	ErrProcessGone = errors.New("launch: process gone")
+	// ErrInvalidOptions is returned by New when a required option is
+	// missing.
+	ErrInvalidOptions = errors.New("launch: invalid options")
+)

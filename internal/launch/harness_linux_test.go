@@ -1,0 +1,396 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
+	"github.com/marshal-dev/marshal/internal/metrics"
+	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/state"
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+// harness is the launch path on real parts: an admission authority over
+// a real journal, the cgroupfs backend on a private cgroup subtree, a
+// real state database, real metrics, and real child processes as the
+// callers. The clock is a fake one shared by the authority and the
+// Launcher, so that deadlines and timeouts are stepped, never slept.
+type harness struct {
+	t        testing.TB
+	clock    *testclock.FakeClock
+	journal  string
+	auth     *admission.Authority
+	stopAuth func()
+	capacity admission.Budget
+	caps     cgroup.Capabilities
+	tree     *testutil.CgroupTree
+	backend  *cgroupfs.Backend
+	db       *state.DB
+	ws       *workspaces
+	metrics  *metrics.Metrics
+	// wrap, when set before start, wraps the authority the Launcher
+	// talks to, to inject a fault.
+	wrap func(Authority) Authority
+	// self, when set before start, is the process the Launcher registers
+	// as, standing for the daemon; the test process by default.
+	self  *exec.Cmd
+	l     *Launcher
+	stopL func()
+	// changed receives a value whenever the Launcher tells about a scope
+	// or a workspace.
+	changed chan struct{}
+}
+
+// workspaces is the declared workspaces, as the stores would hold them.
+type workspaces struct {
+	mu      sync.Mutex
+	objects map[string]*v1alpha1.Workspace
+	ready   map[string]bool
+}
+
+func (w *workspaces) Workspace(name string) (*v1alpha1.Workspace, bool, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o, ok := w.objects[name]
+	return o, w.ready[name], ok
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	tree := testutil.NewCgroupTree(t)
+	backend, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := backend.Probe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, err := state.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m, err := metrics.New(metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{
+		t:        t,
+		clock:    testclock.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+		journal:  filepath.Join(dir, "admission.db"),
+		capacity: admission.Budget{CPUMilli: 2000, MemoryBytes: 4 << 30, Tasks: 1024},
+		caps:     caps,
+		tree:     tree,
+		backend:  backend,
+		db:       db,
+		ws:       &workspaces{objects: map[string]*v1alpha1.Workspace{}, ready: map[string]bool{}},
+		metrics:  m,
+		changed:  make(chan struct{}, 1),
+	}
+	if err := admission.Create(h.journal); err != nil {
+		t.Fatal(err)
+	}
+	h.openAuthority()
+	return h
+}
+
+// openAuthority opens the journal and runs its writer until the test
+// ends or stopAuth is called.
+func (h *harness) openAuthority() {
+	h.t.Helper()
+	a, err := admission.Open(h.journal, admission.Options{
+		Clock:    h.clock,
+		Pressure: pressure.Fixed{Level: pressure.Normal, Reason: pressure.ReasonNone},
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c := h.capacity
+	if err := a.SetHost(&v1alpha1.Capacity{CPUMilli: &c.CPUMilli, MemoryBytes: &c.MemoryBytes, Tasks: &c.Tasks}, 5*time.Second); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := a.SetPlan(h.caps); err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	h.auth = a
+	h.stopAuth = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("authority: %v", err)
+			}
+			a.Close()
+		})
+	}
+	h.t.Cleanup(h.stopAuth)
+}
+
+// start runs a Launcher until the test ends or stopL is called, and waits
+// until it is ready.
+func (h *harness) start() *Launcher {
+	h.t.Helper()
+	var auth Authority = h.auth
+	if h.wrap != nil {
+		auth = h.wrap(auth)
+	}
+	poke := func(string) {
+		select {
+		case h.changed <- struct{}{}:
+		default:
+		}
+	}
+	l, err := New(Options{
+		Authority: auth, Scopes: h.backend, Store: StateStore{DB: h.db}, Workspaces: h.ws,
+		CgroupMount: h.tree.Mounts.V2, Metrics: h.metrics, Clock: h.clock,
+		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	var once sync.Once
+	h.l = l
+	h.stopL = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("launcher: %v", err)
+			}
+		})
+	}
+	h.t.Cleanup(h.stopL)
+	select {
+	case <-l.Ready():
+	case err := <-done:
+		h.t.Fatalf("launcher stopped before ready: %v", err)
+	case <-time.After(testutil.Deadline):
+		h.t.Fatal("launcher not ready")
+	}
+	return l
+}
+
+func (h *harness) selfPeer() admission.Peer {
+	if h.self == nil {
+		return admission.Peer{}
+	}
+	return admission.Peer{UID: uint32(os.Getuid()), PID: h.self.Process.Pid}
+}
+
+// daemonProcess makes the Launcher register as a process of its own, as
+// the daemon it stands for does, so that a restart can end it.
+func (h *harness) daemonProcess() {
+	h.t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	h.self = cmd
+}
+
+// restart stops the Launcher and the authority as a crash leaves them
+// (nothing but the journal and the state database survive; the process
+// the Launcher registered as is gone) and starts both again, the new
+// Launcher registered as the test process.
+func (h *harness) restart() *Launcher {
+	h.t.Helper()
+	h.stopL()
+	h.stopAuth()
+	if h.self != nil {
+		h.self.Process.Kill()
+		h.self.Wait()
+		h.self = nil
+	}
+	h.openAuthority()
+	return h.start()
+}
+
+// workspace declares a Ready workspace of profile coder with
+// participation p and max_live slots.
+func (h *harness) workspace(name string, p v1alpha1.Participation, maxLive int64) *v1alpha1.Workspace {
+	h.t.Helper()
+	w := v1alpha1.New(v1alpha1.KindWorkspace).(*v1alpha1.Workspace)
+	w.Metadata.Name = name
+	w.Spec.Root = h.t.TempDir()
+	w.Spec.Profile = "coder"
+	w.Spec.Processes.MaxLive = &maxLive
+	w.Spec.Resources = &v1alpha1.ResourcesSpec{Participation: p}
+	w.Spec.Exec.Env = map[string]string{"TEAM": "web"}
+	w.Default()
+	if errs := w.Validate(); len(errs) > 0 {
+		h.t.Fatal(errs)
+	}
+	h.ws.mu.Lock()
+	h.ws.objects[name], h.ws.ready[name] = w, true
+	h.ws.mu.Unlock()
+	return w
+}
+
+// caller is a real process that a launch pins and moves into its scope.
+type caller struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (h *harness) caller() (*caller, *Process) {
+	h.t.Helper()
+	c := &caller{cmd: exec.Command("sleep", "600"), done: make(chan struct{})}
+	if err := c.cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { c.cmd.Wait(); close(c.done) }()
+	h.t.Cleanup(func() { c.cmd.Process.Kill(); <-c.done })
+	p, err := Pin(c.cmd.Process.Pid, uint32(os.Getuid()), 0)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c, p
+}
+
+// exit kills the caller and waits until it is reaped.
+func (c *caller) exit(t *testing.T) {
+	t.Helper()
+	c.cmd.Process.Kill()
+	select {
+	case <-c.done:
+	case <-time.After(testutil.Deadline):
+		t.Fatal("caller did not exit")
+	}
+}
+
+func (h *harness) request(ws string, argv ...string) Request {
+	if len(argv) == 0 {
+		argv = []string{"true"}
+	}
+	return Request{Workspace: ws, Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/root"}}
+}
+
+// launch prepares and launches req for a new caller, and fails the test
+// unless it starts.
+func (h *harness) launch(req Request) (*caller, Plan) {
+	h.t.Helper()
+	c, p := h.caller()
+	pe, err := h.l.Prepare(h.t.Context(), req, p)
+	if err != nil {
+		h.t.Fatalf("Prepare: %v", err)
+	}
+	plan, err := pe.Launch(h.t.Context(), req)
+	if err != nil {
+		h.t.Fatalf("Launch: %v", err)
+	}
+	return c, plan
+}
+
+// refusal asserts err is a refusal with code and state.
+func refusal(t *testing.T, err error, code Code, state State) *Refusal {
+	t.Helper()
+	var r *Refusal
+	if !errors.As(err, &r) {
+		t.Fatalf("err = %v, want a refusal %s", err, code)
+	}
+	if r.Code != code || r.State != state {
+		t.Fatalf("refusal = %s state %s (%v), want %s state %s", r.Code, r.State, r, code, state)
+	}
+	return r
+}
+
+// scopes lists the scope names in the tree.
+func (h *harness) scopes() []string {
+	h.t.Helper()
+	list, err := h.backend.ListScopes(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var names []string
+	for _, sc := range list {
+		names = append(names, sc.Name)
+	}
+	return names
+}
+
+// cgroupOf is the cgroup2 path of pid.
+func cgroupOf(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// lookup is the attempt as the authority holds it.
+func (h *harness) lookup(id string) admission.Record {
+	h.t.Helper()
+	r, err := h.auth.Lookup(h.t.Context(), h.l.principal, id)
+	if err != nil {
+		h.t.Fatalf("Lookup(%s): %v", id, err)
+	}
+	return r
+}
+
+// records lists the launch records.
+func (h *harness) records() []Record {
+	h.t.Helper()
+	recs, err := StateStore{DB: h.db}.List(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return recs
+}
+
+// settle waits until the launch of plan is over, its attempt reconciled,
+// then removes its scope and forgets it, as the agent controller does.
+func (h *harness) settle(plan Plan) {
+	h.t.Helper()
+	sc := cgroup.Scope{Name: plan.Scope, ID: plan.ID}
+	id, _ := scope.ParseScopeName(plan.Scope)
+	sc.Profile = id.Profile
+	h.l.mu.Lock()
+	if st := h.l.launches[plan.ID]; st != nil {
+		sc.Path = st.path
+	}
+	h.l.mu.Unlock()
+	var err error
+	testutil.Eventually(h.t, h.changed, func() bool {
+		var over bool
+		over, err = h.l.Settle(h.t.Context(), sc, time.Time{})
+		return over || err != nil
+	}, "the launch to be over")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.backend.RemoveScope(h.t.Context(), sc); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.l.Forget(h.t.Context(), plan.ID); err != nil {
+		h.t.Fatal(err)
+	}
+}

@@ -1,0 +1,200 @@
+package test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+// launcher is one way of running /bin/true, timed as a whole process.
+type launcher struct {
+	name string
+	cmd  func() *exec.Cmd
+}
+
+// BenchmarkRunLatency times `marshalctl run -w W -- /bin/true`, whole
+// process, against bare /bin/true and against `systemd-run --user --scope
+// true` on a throwaway user manager, for participation none and
+// required, with the cgroupfs backend. Each iteration runs every way
+// once, interleaved, so that they share the machine's moods; it reports
+// the median and the 90th percentile of each, in milliseconds, and what
+// marshal adds to the bare exec (the medians' difference). A marshalctl
+// built statically (CGO_ENABLED=0) is timed too: the build that ships is
+// whatever make build makes. marshalctl version --client is timed as the
+// CLI's own start and exit.
+func BenchmarkRunLatency(b *testing.B) {
+	if raceEnabled {
+		b.Skip("times whole processes: run without -race")
+	}
+	root := b.TempDir()
+	d := startLaunchDaemon(b, launchManifests(root, roomy,
+		launchWorkspace{name: "none", participation: "none", maxLive: 64},
+		launchWorkspace{name: "required", participation: "required", maxLive: 64}), "none", "required")
+	static := buildStatic(b)
+	run := func(ctl, ws string) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			cmd := exec.Command(ctl, "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
+			cmd.Env = agentEnv()
+			return cmd
+		}
+	}
+	marshalctl := filepath.Join(bin, "marshalctl")
+	ways := []launcher{
+		{"bare", func() *exec.Cmd { return exec.Command("/bin/true") }},
+		// marshalctl's own start and exit, asking nothing: the share of
+		// the CLI binary in what follows.
+		{"marshalctl-version", func() *exec.Cmd {
+			cmd := exec.Command(marshalctl, "version", "--client")
+			cmd.Env = agentEnv()
+			return cmd
+		}},
+		{"none", run(marshalctl, "none")},
+		{"required", run(marshalctl, "required")},
+		{"none-static", run(static, "none")},
+		{"required-static", run(static, "required")},
+	}
+	if um := benchUserManager(b); um != nil {
+		ways = append(ways, launcher{"systemd-run", func() *exec.Cmd {
+			cmd := exec.Command("systemd-run", "--user", "--scope", "--quiet", "true")
+			cmd.Env = append(os.Environ(), um.Env()...)
+			return cmd
+		}})
+	}
+	times := make([][]time.Duration, len(ways))
+	b.ResetTimer()
+	for range b.N {
+		for i, w := range ways {
+			cmd := w.cmd()
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%s: %v\n%s", w.name, err, out)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	bare := median(times[0])
+	for i, w := range ways {
+		b.ReportMetric(ms(median(times[i])), w.name+"-median-ms")
+		b.ReportMetric(ms(percentile(times[i], 90)), w.name+"-p90-ms")
+		if i > 0 {
+			b.ReportMetric(ms(median(times[i])-bare), w.name+"-over-bare-ms")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	d.waitSettled(b)
+}
+
+// BenchmarkRunThroughput is launches per second of `marshalctl run -w W
+// -- /bin/true` with 16 callers launching at once, each as soon as its
+// last one ended, for participation none and required.
+func BenchmarkRunThroughput(b *testing.B) {
+	if raceEnabled {
+		b.Skip("times whole processes: run without -race")
+	}
+	const callers = 16
+	root := b.TempDir()
+	// A slot and a reservation are held until the agent controller has
+	// seen the process's scope end, a moment after the process exited;
+	// under this load the controller lags by a few hundred launches:
+	// enough slots and capacity that callers never wait for it.
+	const huge = "{cpu_milli: 6400000, memory_bytes: 68719476736000, tasks: 6553600}"
+	d := startLaunchDaemon(b, launchManifests(root, huge,
+		launchWorkspace{name: "none", participation: "none", maxLive: 64 * callers},
+		launchWorkspace{name: "required", participation: "required", maxLive: 64 * callers}), "none", "required")
+	for _, ws := range []string{"none", "required"} {
+		b.Run(ws, func(b *testing.B) {
+			var (
+				next atomic.Int64
+				wg   sync.WaitGroup
+				errs = make(chan error, callers)
+			)
+			start := time.Now()
+			for range callers {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						cmd := exec.Command(filepath.Join(bin, "marshalctl"), "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
+						cmd.Env = agentEnv()
+						if out, err := cmd.CombinedOutput(); err != nil {
+							errs <- errors.New(err.Error() + ": " + string(out))
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "launches/s")
+			d.waitSettled(b)
+		})
+	}
+}
+
+// buildStatic builds marshalctl without cgo, statically linked.
+func buildStatic(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/marshalctl")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building a static marshalctl: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "marshalctl")
+}
+
+// benchUserManager starts a throwaway systemd user manager for b, and
+// stops it when b ends; nil when this host cannot run one.
+func benchUserManager(b *testing.B) *testutil.UserManager {
+	b.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	m, err := testutil.StartUserManager()
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		m, err = testutil.StartUserManager() // see userManager
+	}
+	if errors.Is(err, testutil.ErrNoUserManager) {
+		b.Logf("no systemd-run comparison: %v", err)
+		return nil
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	mounts, _ := cgroup.ReadMounts()
+	b.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			b.Errorf("stopping the user manager: %v", err)
+		}
+		for _, mnt := range v1Mounts(mounts) {
+			removeEmptyGroups(filepath.Join(mnt, m.Cgroup))
+		}
+	})
+	return m
+}
+
+func median(d []time.Duration) time.Duration { return percentile(d, 50) }
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

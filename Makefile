@@ -18,8 +18,8 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build marshald and marshalctl into bin/
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+build: ## build marshald and marshalctl into bin/ (static: a launch starts faster without the dynamic loader)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 .PHONY: fmt-check
 fmt-check: ## fail when a Go file is not gofmt-formatted

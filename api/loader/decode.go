@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -87,8 +88,10 @@ var readOnlyMeta = map[string]string{
 	"creationTimestamp": msgSetByMeta,
 }
 
-// kindPlans holds the plan of every served kind.
-var kindPlans = func() map[string]*plan {
+// kindPlans returns the plan of every served kind, made on first use: a
+// program that links the loader without loading (marshalctl run) does not
+// pay for it at start.
+var kindPlans = sync.OnceValue(func() map[string]*plan {
 	b := planBuilder{
 		cache:    map[reflect.Type]*plan{},
 		readOnly: map[reflect.Type]map[string]string{reflect.TypeFor[v1alpha1.ObjectMeta](): readOnlyMeta},
@@ -101,7 +104,7 @@ var kindPlans = func() map[string]*plan {
 		plans[kind] = b.plan(reflect.TypeOf(v1alpha1.New(kind)).Elem())
 	}
 	return plans
-}()
+})
 
 type planBuilder struct {
 	cache map[reflect.Type]*plan
@@ -573,14 +576,14 @@ func isString(n *yaml.Node) bool {
 		// even "0o-0") that YAML 1.1 tools, kubectl's among them, read and
 		// write as strings. Only the forms both read as numbers are
 		// numbers to a string field.
-		return n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 && !commonNumber.MatchString(n.Value)
+		return n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 && !commonNumber().MatchString(n.Value)
 	}
 	return false
 }
 
 // commonNumber matches the numbers of both YAML 1.1 and YAML 1.2: decimal
 // and hexadecimal integers, decimal floats, infinities and NaN.
-var commonNumber = regexp.MustCompile(`^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
+var commonNumber = lazyRegexp(`^(?:[-+]?[0-9]+|0x[0-9a-fA-F]+|[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 
 func parseBool(n *yaml.Node) (bool, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
@@ -629,4 +632,9 @@ func clip(s string) string {
 		return s
 	}
 	return string([]rune(s)[:limit]) + "..."
+}
+
+// lazyRegexp compiles expr on first use.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -32,7 +32,7 @@ func TestPlansCoverAPI(t *testing.T) {
 			walk(p.elem, path+"[]")
 		}
 	}
-	for kind, p := range kindPlans {
+	for kind, p := range kindPlans() {
 		walk(p, kind)
 	}
 }

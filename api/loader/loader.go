@@ -182,7 +182,7 @@ func loadDocument(path string, doc *yaml.Node) (*Object, []*Error) {
 
 	obj := v1alpha1.New(kind)
 	d := decoder{rootLine: root.Line, docLine: doc.Line}
-	d.value(top, reflect.ValueOf(obj).Elem(), kindPlans[kind])
+	d.value(top, reflect.ValueOf(obj).Elem(), kindPlans()[kind])
 	name := obj.GetObjectMeta().Name
 	if len(d.errs) > 0 {
 		namePath := v1alpha1.NewPath("metadata", "name")

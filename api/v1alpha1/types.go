@@ -258,11 +258,15 @@ type ResourceRequest struct {
 
 // MinimumLevels is the least level per resource.
 type MinimumLevels struct {
-	// CPU is "accounted", "cooperative" or "kernel". Default "accounted".
+	// CPU is "accounted", "cooperative" (the agent runs at nice 10:
+	// scheduling priority, not a limit) or "kernel" (a CPU quota on its
+	// scope). Default "accounted".
 	CPU Level `json:"cpu,omitempty"`
-	// Memory is "accounted" or "kernel". Default "accounted".
+	// Memory is "accounted" or "kernel" (a memory limit on the agent's
+	// scope, equal to the request). Default "accounted".
 	Memory Level `json:"memory,omitempty"`
-	// PIDs is "accounted" or "kernel". Default "accounted".
+	// PIDs is "accounted" or "kernel" (a tasks limit on the agent's scope,
+	// equal to the request). Default "accounted".
 	PIDs Level `json:"pids,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
@@ -28,7 +29,7 @@ func (d *Daemon) newLauncher(mount string) error {
 	d.launcher, err = launch.New(launch.Options{
 		Authority:   d.auth,
 		Scopes:      d.backend,
-		Store:       launch.StateStore{DB: d.db},
+		Store:       launch.FileStore{Dir: filepath.Join(d.cfg.StateDir, "launches"), DB: d.db},
 		Workspaces:  workspaceIndex{d.stores},
 		CgroupMount: mount,
 		Metrics:     launchMetrics{d},

@@ -41,8 +41,10 @@ type harness struct {
 	tree     *testutil.CgroupTree
 	backend  *cgroupfs.Backend
 	db       *state.DB
-	ws       *workspaces
-	metrics  *metrics.Metrics
+	// recordDir is where the launch records are kept.
+	recordDir string
+	ws        *workspaces
+	metrics   *metrics.Metrics
 	// wrap, when set before start, wraps the authority the Launcher
 	// talks to, to inject a fault.
 	wrap func(Authority) Authority
@@ -92,17 +94,18 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{
-		t:        t,
-		clock:    testclock.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
-		journal:  filepath.Join(dir, "admission.db"),
-		capacity: admission.Budget{CPUMilli: 2000, MemoryBytes: 4 << 30, Tasks: 1024},
-		caps:     caps,
-		tree:     tree,
-		backend:  backend,
-		db:       db,
-		ws:       &workspaces{objects: map[string]*v1alpha1.Workspace{}, ready: map[string]bool{}},
-		metrics:  m,
-		changed:  make(chan struct{}, 1),
+		t:         t,
+		clock:     testclock.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
+		journal:   filepath.Join(dir, "admission.db"),
+		recordDir: filepath.Join(dir, "launches"),
+		capacity:  admission.Budget{CPUMilli: 2000, MemoryBytes: 4 << 30, Tasks: 1024},
+		caps:      caps,
+		tree:      tree,
+		backend:   backend,
+		db:        db,
+		ws:        &workspaces{objects: map[string]*v1alpha1.Workspace{}, ready: map[string]bool{}},
+		metrics:   m,
+		changed:   make(chan struct{}, 1),
 	}
 	if err := admission.Create(h.journal); err != nil {
 		t.Fatal(err)
@@ -161,7 +164,7 @@ func (h *harness) start() *Launcher {
 		}
 	}
 	l, err := New(Options{
-		Authority: auth, Scopes: h.backend, Store: StateStore{DB: h.db}, Workspaces: h.ws,
+		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
 		CgroupMount: h.tree.Mounts.V2, Metrics: h.metrics, Clock: h.clock,
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(),
 	})
@@ -359,7 +362,7 @@ func (h *harness) lookup(id string) admission.Record {
 // records lists the launch records.
 func (h *harness) records() []Record {
 	h.t.Helper()
-	recs, err := StateStore{DB: h.db}.List(h.t.Context())
+	recs, err := FileStore{Dir: h.recordDir, DB: h.db}.List(h.t.Context())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -3,8 +3,13 @@ package launch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/scope"
@@ -53,16 +58,26 @@ type Store interface {
 	NextGeneration(ctx context.Context, owner string) (uint64, error)
 }
 
-// StateStore keeps records in the state database: the Launches bucket,
-// and the generation in the Registrations bucket.
-type StateStore struct {
-	DB *state.DB
+// FileStore keeps each record as a file of its own in Dir, and the
+// owner's generation in the state database.
+//
+// Records are written without fsync, by design: they must outlive a crash
+// of the daemon, which the kernel's page cache does, but never a reboot,
+// which ends every scope they describe (a record of an earlier boot is
+// dropped at recovery, as its scope is gone). A launch thus costs no disk
+// flush of its own. A record is written to a temporary name and renamed,
+// so a reader never sees half of one; one a power loss damaged does not
+// decode and is skipped. The generation is kept durably: it must never go
+// back.
+type FileStore struct {
+	Dir string
+	DB  *state.DB
 }
 
-var _ Store = StateStore{}
+var _ Store = FileStore{}
 
 // Put implements Store.
-func (s StateStore) Put(_ context.Context, r Record) error {
+func (s FileStore) Put(_ context.Context, r Record) error {
 	if !scope.ValidID(r.ID) {
 		return fmt.Errorf("launch record %q: invalid id", r.ID)
 	}
@@ -70,30 +85,58 @@ func (s StateStore) Put(_ context.Context, r Record) error {
 	if err != nil {
 		return err
 	}
-	return s.DB.Write(state.Launches, map[string][]byte{r.ID: data})
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return fmt.Errorf("launch records: %w", err)
+	}
+	tmp := filepath.Join(s.Dir, "."+r.ID+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("launch record %s: %w", r.ID, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.Dir, r.ID+".json")); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("launch record %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // Delete implements Store.
-func (s StateStore) Delete(_ context.Context, id string) error {
-	return s.DB.Write(state.Launches, map[string][]byte{id: nil})
+func (s FileStore) Delete(_ context.Context, id string) error {
+	if err := os.Remove(filepath.Join(s.Dir, id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("launch record %s: %w", id, err)
+	}
+	return nil
 }
 
 // List implements Store. A record that does not decode is skipped: it
 // names no scope this build could act on.
-func (s StateStore) List(_ context.Context) ([]Record, error) {
+func (s FileStore) List(_ context.Context) ([]Record, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("launch records: %w", err)
+	}
 	var out []Record
-	err := s.DB.ForEach(state.Launches, func(k string, v []byte) error {
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !scope.ValidID(id) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))
+		if err != nil {
+			continue
+		}
 		var r Record
-		if json.Unmarshal(v, &r) == nil && r.ID == k && scope.ValidID(k) {
+		if json.Unmarshal(data, &r) == nil && r.ID == id {
 			out = append(out, r)
 		}
-		return nil
-	})
-	return out, err
+	}
+	return out, nil
 }
 
 // NextGeneration implements Store.
-func (s StateStore) NextGeneration(_ context.Context, owner string) (uint64, error) {
+func (s FileStore) NextGeneration(_ context.Context, owner string) (uint64, error) {
 	cur, err := s.DB.Get(state.Registrations, owner)
 	if err != nil {
 		return 0, err

@@ -26,10 +26,6 @@ const (
 	Generations Bucket = "generations"
 	// Events maps a big-endian sequence number to an event.
 	Events Bucket = "events"
-	// Launches maps a launch's ID (its scope's 32 hex digits) to its
-	// launch record, written before the scope exists and deleted once the
-	// scope is gone.
-	Launches Bucket = "launches"
 	// Registrations maps an admission owner's name to the generation it
 	// registered last.
 	Registrations Bucket = "registrations"
@@ -39,7 +35,7 @@ var (
 	metaBucket   = []byte("meta")
 	schemaKey    = []byte("schema")
 	schemaValue  = []byte("marshal-state-v1")
-	knownBuckets = []Bucket{LastGood, Generations, Events, Launches, Registrations}
+	knownBuckets = []Bucket{LastGood, Generations, Events, Registrations}
 )
 
 // DB is the state database. Its methods are safe for concurrent use.

@@ -281,39 +281,38 @@ func (d *daemon) http() *http.Client {
 	}}
 }
 
-// waitSettled waits until nothing is charged, no agent is left and no
-// workspace holds a slot or a live process.
+// waitSettled waits until nothing is charged and no workspace holds a
+// slot or a live process.
 func (d *daemon) waitSettled(t testing.TB) {
 	t.Helper()
 	hosts := d.watch("hosts")
-	agents := d.watch("agents")
 	workspaces := d.watch("workspaces")
-	testutil.Eventually(t, merge(t, hosts.wake, agents.wake, workspaces.wake), func() bool {
-		charged := false
+	testutil.Eventually(t, merge(t, hosts.wake, workspaces.wake), func() bool {
+		// Until each watch has delivered the current objects, nothing is
+		// known: an empty map is not an idle daemon.
 		hosts.mu.Lock()
+		defer hosts.mu.Unlock()
+		workspaces.mu.Lock()
+		defer workspaces.mu.Unlock()
+		if len(hosts.objects) == 0 || len(workspaces.objects) == 0 {
+			return false
+		}
 		for _, raw := range hosts.objects {
 			var o map[string]any
 			json.Unmarshal(raw, &o)
 			if field(o, "status", "admission", "charged") != 0.0 {
-				charged = true
+				return false
 			}
 		}
-		hosts.mu.Unlock()
-		agents.mu.Lock()
-		nAgents := len(agents.objects)
-		agents.mu.Unlock()
-		busy := false
-		workspaces.mu.Lock()
 		for _, raw := range workspaces.objects {
 			var o map[string]any
 			json.Unmarshal(raw, &o)
 			if field(o, "status", "live") != 0.0 || field(o, "status", "reserved") != nil {
-				busy = true
+				return false
 			}
 		}
-		workspaces.mu.Unlock()
-		return !charged && nAgents == 0 && !busy
-	}, "nothing charged, no agents, no slots held")
+		return true
+	}, "nothing charged, no live agents, no slots held")
 }
 
 // merge delivers on its channel whenever any of ins delivers, until the

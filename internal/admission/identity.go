@@ -1,10 +1,10 @@
 package admission
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // Inspector reads kernel identities. The authority reads a caller's start
@@ -21,12 +21,11 @@ type Inspector interface {
 // line. The command name in parentheses may hold spaces and parentheses
 // itself, so fields are counted after its last ')'.
 func ParseStat(data []byte) (state byte, start uint64, err error) {
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("stat line without a command name")
-	}
 	// Fields after the name start at field 3 (state); start time is 22.
-	fields := strings.Fields(string(data[i+1:]))
+	fields, err := identity.StatFields(data)
+	if err != nil {
+		return 0, 0, err
+	}
 	if len(fields) < 20 || len(fields[0]) != 1 {
 		return 0, 0, fmt.Errorf("stat line has %d fields after the command name", len(fields))
 	}

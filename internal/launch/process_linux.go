@@ -7,12 +7,12 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // PinPeer pins the process at the other end of conn, the caller of a
@@ -196,15 +196,9 @@ func readNice(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// The command name, field 2, may hold spaces and parentheses: count
-	// fields after its last ')'. State is field 3; nice is field 19.
-	rest := string(data)
-	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	f := strings.Fields(rest)
-	if len(f) < 17 {
-		return 0, fmt.Errorf("%s: too few fields", path)
+	f, err := identity.StatFields(data)
+	if err != nil || len(f) < 17 {
+		return 0, fmt.Errorf("%s: not a stat line", path)
 	}
 	return strconv.Atoi(f[16])
 }

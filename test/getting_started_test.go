@@ -69,6 +69,7 @@ func TestGettingStarted(t *testing.T) {
 		"project",            // get workspaces
 		"hello from project", // the agent ran in its workspace
 		"profile coder",      // and identify, inside it, named its profile
+		"workspace project",  // and the workspace marshald launched it in
 		"Name:       coder",  // describe
 	} {
 		if !strings.Contains(got, want) {

@@ -1,29 +1,60 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 const identifyLong = `Identify says which marshal launch a process belongs to: its profile, its
 scope and the launch's id, read from the process's cgroup by the kernel's
 own account. Any process of an agent's tree (the git, npm or curl it runs)
-resolves to the same launch. It needs no daemon.
+resolves to the same launch. It needs no daemon; when marshald answers, the
+workspace the agent was launched in and its admission attempt are added.
 
 PID defaults to marshalctl's parent: the shell or agent that ran it.
 
 Exit status: 0 when the process is in a marshal scope, 1 when it is not, 2
 on a usage error, 3 when there is no such process.`
 
-func newIdentifyCmd(s Streams) *cobra.Command {
+// launchInfo is what marshald adds to an identity: where the agent was
+// launched, and its attempt.
+type launchInfo struct {
+	identity.Identity
+	Workspace string `json:"workspace,omitempty"`
+	Attempt   string `json:"attempt,omitempty"`
+}
+
+// lookupLaunch asks marshald, briefly, about the agent of scope; it
+// leaves info as it is when the daemon does not answer.
+func lookupLaunch(cmd *cobra.Command, g *globals, info *launchInfo) {
+	c, err := g.client()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 500*time.Millisecond)
+	defer cancel()
+	raw, err := c.Get(ctx, "agents", info.Scope)
+	if err != nil {
+		return
+	}
+	var a v1alpha1.Agent
+	if json.Unmarshal(raw, &a) == nil {
+		info.Workspace, info.Attempt = a.Status.Workspace, a.Status.Attempt
+	}
+}
+
+func newIdentifyCmd(g *globals, s Streams) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "identify [PID]",
@@ -58,12 +89,22 @@ func newIdentifyCmd(s Streams) *cobra.Command {
 			case err != nil:
 				return &ExitError{Code: ExitFailure, Err: err}
 			}
+			info := launchInfo{Identity: id}
+			if !id.Deleted {
+				lookupLaunch(cmd, g, &info)
+			}
 			if output == "json" {
 				enc := json.NewEncoder(s.Out)
 				enc.SetIndent("", "    ")
-				return enc.Encode(id)
+				return enc.Encode(info)
 			}
 			line := fmt.Sprintf("profile %s, scope %s, id %s", id.Profile, id.Scope, id.ID)
+			if info.Workspace != "" {
+				line += ", workspace " + info.Workspace
+			}
+			if info.Attempt != "" {
+				line += ", attempt " + info.Attempt
+			}
 			if id.Deleted {
 				line += " (its scope is removed: the process has exited)"
 			}

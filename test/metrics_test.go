@@ -2,6 +2,8 @@ package test
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -102,7 +104,10 @@ func TestMetricsFollowWhatHappens(t *testing.T) {
 		{"marshal_admission_committed", []string{"resource", "memory"}},
 		{"marshal_admission_charged_attempts", nil},
 		{"marshal_controller_reconciles_total", []string{"controller", "agent"}},
+		{"marshal_controller_reconcile_duration_seconds", []string{"controller", "agent"}},
 		{"marshal_workqueue_adds_total", []string{"name", "agent"}},
+		{"marshal_workqueue_queue_duration_seconds", []string{"name", "agent"}},
+		{"marshal_workqueue_work_duration_seconds", []string{"name", "agent"}},
 	} {
 		if b, n := val(before, c.fam, c.labels...), val(during, c.fam, c.labels...); n <= b {
 			t.Errorf("%s%v = %v during a run, was %v: want more", c.fam, c.labels, n, b)
@@ -152,5 +157,17 @@ func TestMetricsFollowWhatHappens(t *testing.T) {
 	})
 	if v := val(d.scrape(), "marshal_config_load_errors"); v != 1 {
 		t.Errorf("config load errors = %v, want 1", v)
+	}
+
+	// An emptied config dir: held.
+	if v := val(d.scrape(), "marshal_config_held"); v != 0 {
+		t.Errorf("config held = %v before any emptying, want 0", v)
+	}
+	events := d.watchLines("events", "-w")
+	os.Remove(filepath.Join(d.config, "tiny.yaml"))
+	os.Remove(filepath.Join(d.config, "all.yaml"))
+	events.until(t, "the hold", func(s string) bool { return strings.Contains(s, "EmptiedHeld") })
+	if v := val(d.scrape(), "marshal_config_held"); v != 1 {
+		t.Errorf("config held = %v after the dir was emptied, want 1", v)
 	}
 }

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/httpserve"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -151,22 +151,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return fmt.Errorf("serving the local API: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	err := httpserve.Serve(ctx, srv, ln, s.opts.ShutdownTimeout, func(err error) {
 		s.log.Warn("local API: requests still running at shutdown; closing them", "err", err)
-		srv.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("serving the local API: %w", err)
 	}
-	<-done // http.ErrServerClosed, once Serve has returned
 	return nil
 }

@@ -2,12 +2,13 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/httpserve"
 )
 
 // Timeouts of the TCP metrics server: a scraper sends its request at
@@ -85,21 +86,8 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
+	if err := httpserve.Serve(ctx, srv, ln, shutdownTimeout, nil); err != nil {
 		return fmt.Errorf("serving metrics: %w", err)
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-done
 	return nil
 }

@@ -640,18 +640,7 @@ func (a *Authority) AbandonLaunch(ctx context.Context, p Principal, key string, 
 		if err != nil {
 			return Record{}, err
 		}
-		switch {
-		case r.Phase.Terminal():
-			return *r, nil
-		case r.Scope != "", r.Phase == PhasePrepared, r.Phase == PhaseScopeBound, r.Phase == PhaseRunAuthorized:
-			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
-		}
-		n := r.clone()
-		n.Phase, n.Release, n.Abandoned = PhaseReleased, ReleaseNoHelperCreated, reason
-		if err := b.put(r, n); err != nil {
-			return Record{}, err
-		}
-		return *n, nil
+		return b.abandon(r, key, reason)
 	})
 }
 
@@ -683,19 +672,26 @@ func (a *Authority) AbandonInherited(ctx context.Context, p Principal, key strin
 		if r == nil || r.Owner != p.owner || r.Generation >= p.generation || !a.processGone(r.OwnerProcess) {
 			return Record{}, fmt.Errorf("attempt %s: %w", key, ErrNotFound)
 		}
-		switch {
-		case r.Phase.Terminal():
-			return *r, nil
-		case r.Scope != "", r.Phase == PhasePrepared, r.Phase == PhaseScopeBound, r.Phase == PhaseRunAuthorized:
-			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
-		}
-		n := r.clone()
-		n.Phase, n.Release, n.Abandoned = PhaseReleased, ReleaseNoHelperCreated, reason
-		if err := b.put(r, n); err != nil {
-			return Record{}, err
-		}
-		return *n, nil
+		return b.abandon(r, key, reason)
 	})
+}
+
+// abandon releases r, a launch that created nothing (no_helper_created),
+// for AbandonLaunch and AbandonInherited. A settled attempt is returned as
+// it is; one with a scope, or prepared, is ErrInvalidTransition.
+func (b *batch) abandon(r *Record, key string, reason AbandonReason) (Record, error) {
+	switch {
+	case r.Phase.Terminal():
+		return *r, nil
+	case r.Scope != "", r.Phase == PhasePrepared, r.Phase == PhaseScopeBound, r.Phase == PhaseRunAuthorized:
+		return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+	}
+	n := r.clone()
+	n.Phase, n.Release, n.Abandoned = PhaseReleased, ReleaseNoHelperCreated, reason
+	if err := b.put(r, n); err != nil {
+		return Record{}, err
+	}
+	return *n, nil
 }
 
 // Cancel cancels an attempt: prepared → cancelled, returning its

@@ -201,6 +201,9 @@ func TestKill(t *testing.T) {
 				t.Fatalf("scope holds %d processes (%q), want 2", n, procs)
 			}
 
+			// The watch must know the scope populated before it ends, or
+			// its emptying is not news.
+			events.waitFor(t, s.Name, cgroup.ScopePopulated)
 			if err := b.Kill(ctx, s); err != nil {
 				t.Fatalf("Kill() = %v", err)
 			}

@@ -154,14 +154,15 @@ func Open(path string, opts Options) (*Authority, error) {
 				delete(l.charged, n.ID)
 			}
 		}
-		if err := db.Update(func(tx *bolt.Tx) error { return writeRecords(tx, recs, t) }); err != nil {
+		keyOf := func(id string) (uint64, bool) { seq, ok := l.keys[id]; return seq, ok }
+		if err := db.Update(func(tx *bolt.Tx) error { return writeRecords(tx, recs, keyOf, t) }); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("recovering %s: %w: %w", path, ErrJournalFailed, err)
 		}
 		l.totals = t
 	}
 	a.db = db
-	a.led = ledger{totals: l.totals, charged: l.charged, prepared: l.prepared, owners: l.owners}
+	a.led = ledger{totals: l.totals, keys: l.keys, next: l.next, charged: l.charged, prepared: l.prepared, owners: l.owners}
 	for id, at := range l.prepared {
 		a.led.due = append(a.led.due, deadline{at, id})
 	}
@@ -848,6 +849,10 @@ func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 	a.mu.Lock()
 	tx, err := a.db.Begin(false)
 	ids := slices.Collect(maps.Keys(a.led.charged))
+	seqs := make(map[string]uint64, len(ids))
+	for _, id := range ids {
+		seqs[id] = a.led.keys[id]
+	}
 	a.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -856,7 +861,8 @@ func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 	slices.Sort(ids)
 	attempts := tx.Bucket(bucketAttempts)
 	for _, id := range ids {
-		r, err := decodeRecord([]byte(id), attempts.Get([]byte(id)))
+		key := attemptKey(seqs[id])
+		r, err := decodeRecord(seqs[id], id, attempts.Get(key))
 		if err != nil {
 			return nil, err
 		}

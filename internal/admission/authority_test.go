@@ -883,16 +883,10 @@ func TestRebootReleasesEarlierBootsAttemptsAndKeepsHistory(t *testing.T) {
 
 func allRecords(t *testing.T, h *harness) map[string]Record {
 	t.Helper()
-	out := map[string]Record{}
-	if err := h.a.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketAttempts).ForEach(func(k, v []byte) error {
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			out[string(k)] = r
-			return nil
-		})
+	var out map[string]Record
+	if err := h.a.db.View(func(tx *bolt.Tx) (err error) {
+		out, _, err = storedRecords(tx)
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package admission
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -231,14 +230,14 @@ func checkAfterCrash(t *testing.T, path string, iter int, answered map[string]st
 		t.Fatalf("kill %d: totals %+v over %d, records add up to %+v over %d", iter, s.Committed, s.Charged, sum, len(charged))
 	}
 	if err := a.db.View(func(tx *bolt.Tx) error {
+		stored, _, err := storedRecords(tx)
+		if err != nil {
+			return err
+		}
 		for id, last := range answered {
-			v := tx.Bucket(bucketAttempts).Get([]byte(id))
-			if v == nil {
+			r, found := stored[id]
+			if !found {
 				return fmt.Errorf("answered attempt %s (%s) is lost", id, last)
-			}
-			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
 			}
 			// Restart makes committed work suspect; the next step the child
 			// had in flight may have committed unanswered.

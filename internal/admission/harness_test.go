@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -136,6 +138,21 @@ func digestOf(s string) string {
 var meaning = digestOf("immutable command meaning")
 
 func key(n int) string { return fmt.Sprintf("%032x", n) }
+
+// storedRecords reads every attempt the journal holds, by ID, and the
+// journal key of each.
+func storedRecords(tx *bolt.Tx) (map[string]Record, map[string][]byte, error) {
+	recs, keys := map[string]Record{}, map[string][]byte{}
+	err := tx.Bucket(bucketAttempts).ForEach(func(k, v []byte) error {
+		var r Record
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		recs[r.ID], keys[r.ID] = r, slices.Clone(k)
+		return nil
+	})
+	return recs, keys, err
+}
 
 // harness is an authority over a real journal in t.TempDir(), with a
 // fake clock and a fake inspector, its writer running.

@@ -146,24 +146,29 @@ func readRegular(path string) []byte {
 	return data
 }
 
-// DevGuard: storage_rejects_unknown_schema_without_changing_it.
+// DevGuard: storage_rejects_unknown_schema_without_changing_it. Schema 1
+// keyed attempts by ID; a later build's schema is unknown too.
 func TestOpenRefusesAnUnknownSchemaAndLeavesIt(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "admission.db")
-	if err := Create(path); err != nil {
-		t.Fatal(err)
+	for _, schema := range []string{"1", "3"} {
+		t.Run("schema_"+schema, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "admission.db")
+			if err := Create(path); err != nil {
+				t.Fatal(err)
+			}
+			rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte(schema)) })
+			_, err := openJournal(t, path)
+			var se *SchemaError
+			if !errors.As(err, &se) || se.Found != schema || se.Want != SchemaVersion || !errors.Is(err, ErrJournalSchema) {
+				t.Fatalf("Open = %v, want a SchemaError found %s", err, schema)
+			}
+			rewrite(t, path, func(tx *bolt.Tx) error {
+				if got := string(tx.Bucket(bucketMeta).Get(keySchema)); got != schema {
+					t.Errorf("schema after the refused Open = %q, want %s", got, schema)
+				}
+				return nil
+			})
+		})
 	}
-	rewrite(t, path, func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchema, []byte("2")) })
-	_, err := openJournal(t, path)
-	var se *SchemaError
-	if !errors.As(err, &se) || se.Found != "2" || se.Want != SchemaVersion || !errors.Is(err, ErrJournalSchema) {
-		t.Fatalf("Open = %v, want a SchemaError found 2", err)
-	}
-	rewrite(t, path, func(tx *bolt.Tx) error {
-		if got := string(tx.Bucket(bucketMeta).Get(keySchema)); got != "2" {
-			t.Errorf("schema after the refused Open = %q, want 2", got)
-		}
-		return nil
-	})
 }
 
 // rewrite changes a closed journal directly, as damage would.
@@ -183,23 +188,32 @@ func rewrite(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 // recovery_rejects_accounting_inconsistent_records,
 // accounting_index_corruption_cannot_hide_a_live_reservation_at_restart.
 func TestOpenRefusesAnInconsistentJournal(t *testing.T) {
-	mutate := func(id string, fn func(r *Record)) func(tx *bolt.Tx) error {
+	// at calls fn with the journal key of attempt id.
+	at := func(id string, fn func(b *bolt.Bucket, k []byte) error) func(tx *bolt.Tx) error {
 		return func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketAttempts)
+			_, keys, err := storedRecords(tx)
+			if err != nil {
+				return err
+			}
+			return fn(tx.Bucket(bucketAttempts), keys[id])
+		}
+	}
+	mutate := func(id string, fn func(r *Record)) func(tx *bolt.Tx) error {
+		return at(id, func(b *bolt.Bucket, k []byte) error {
 			var r Record
-			if err := json.Unmarshal(b.Get([]byte(id)), &r); err != nil {
+			if err := json.Unmarshal(b.Get(k), &r); err != nil {
 				return err
 			}
 			fn(&r)
 			data, _ := json.Marshal(r)
-			return b.Put([]byte(id), data)
-		}
+			return b.Put(k, data)
+		})
 	}
 	tests := []struct {
 		name   string
 		damage func(tx *bolt.Tx) error
 	}{
-		{"charged_attempt_removed", func(tx *bolt.Tx) error { return tx.Bucket(bucketAttempts).Delete([]byte(key(1))) }},
+		{"charged_attempt_removed", at(key(1), func(b *bolt.Bucket, k []byte) error { return b.Delete(k) })},
 		{"totals_changed", func(tx *bolt.Tx) error {
 			data, _ := json.Marshal(totals{Charged: Budget{1, 1, 1}, Count: 2})
 			return tx.Bucket(bucketMeta).Put(keyTotals, data)
@@ -211,21 +225,25 @@ func TestOpenRefusesAnInconsistentJournal(t *testing.T) {
 		{"unknown_phase", mutate(key(1), func(r *Record) { r.Phase = "running" })},
 		{"released_without_reason", mutate(key(2), func(r *Record) { r.Release = "" })},
 		{"no_helper_created_with_a_scope", mutate(key(2), func(r *Record) { r.Scope = r.scopeName() })},
-		{"key_mismatch", func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketAttempts)
-			return b.Put([]byte(key(9)), b.Get([]byte(key(2))))
-		}},
-		{"undecodable_record", func(tx *bolt.Tx) error { return tx.Bucket(bucketAttempts).Put([]byte(key(1)), []byte("{")) }},
-		{"permit_for_a_prepared_attempt", func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketAttempts)
+		{"attempt_recorded_twice", at(key(2), func(b *bolt.Bucket, k []byte) error {
+			return b.Put(attemptKey(1000), b.Get(k))
+		})},
+		{"key_not_a_sequence", at(key(2), func(b *bolt.Bucket, k []byte) error {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+			return b.Put([]byte(key(2)), b.Get(k))
+		})},
+		{"undecodable_record", at(key(1), func(b *bolt.Bucket, k []byte) error { return b.Put(k, []byte("{")) })},
+		{"permit_for_a_prepared_attempt", at(key(1), func(b *bolt.Bucket, k []byte) error {
 			var raw map[string]any
-			if err := json.Unmarshal(b.Get([]byte(key(1))), &raw); err != nil {
+			if err := json.Unmarshal(b.Get(k), &raw); err != nil {
 				return err
 			}
 			raw["permit_sha256"] = meaning
 			data, _ := json.Marshal(raw)
-			return b.Put([]byte(key(1)), data)
-		}},
+			return b.Put(k, data)
+		})},
 		{"owner_without_process", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketOwners).Put([]byte("runner"), []byte(`{"name":"runner","generation":1}`))
 		}},
@@ -304,15 +322,13 @@ func TestBackupIsAConsistentCopyThatOpens(t *testing.T) {
 		t.Fatalf("Open of the backup = %v", err)
 	}
 	defer copyAuth.Close()
-	got := map[string]Record{}
-	copyAuth.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketAttempts).ForEach(func(k, v []byte) error {
-			var r Record
-			json.Unmarshal(v, &r)
-			got[string(k)] = r
-			return nil
-		})
-	})
+	var got map[string]Record
+	if err := copyAuth.db.View(func(tx *bolt.Tx) (err error) {
+		got, _, err = storedRecords(tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("backup holds %d attempts, want %d", len(got), len(want))
 	}

@@ -30,7 +30,11 @@ type request struct {
 // Authority.mu, which Snapshot and Charged hold to read totals and
 // charged.
 type ledger struct {
-	totals   totals
+	totals totals
+	// keys maps every recorded attempt's ID to its journal sequence; next
+	// is the sequence of the next new attempt.
+	keys     map[string]uint64
+	next     uint64
 	charged  map[string]bool      // every charged attempt
 	prepared map[string]time.Time // deadline of every prepared attempt
 	due      deadlines            // the same, in deadline order; may hold stale entries
@@ -67,6 +71,10 @@ type batch struct {
 	recs   map[string]*Record
 	owners map[string]ownerRecord
 	totals totals
+	// keys holds the sequences of the attempts this batch records first;
+	// next is the one the next new attempt gets.
+	keys map[string]uint64
+	next uint64
 	// undo restores the staged state; a request's entries are replayed
 	// backwards when it fails.
 	undo []func()
@@ -79,7 +87,19 @@ func (a *Authority) newBatch(tx *bolt.Tx) *batch {
 		recs:   map[string]*Record{},
 		owners: map[string]ownerRecord{},
 		totals: a.led.totals,
+		keys:   map[string]uint64{},
+		next:   a.led.next,
 	}
+}
+
+// key returns the journal sequence of an attempt recorded before or in
+// this batch.
+func (b *batch) key(id string) (uint64, bool) {
+	if seq, ok := b.keys[id]; ok {
+		return seq, true
+	}
+	seq, ok := b.a.led.keys[id]
+	return seq, ok
 }
 
 func (b *batch) dirty() bool { return len(b.recs)+len(b.owners) > 0 }
@@ -97,11 +117,11 @@ func (b *batch) record(id string) (*Record, error) {
 	if r, ok := b.recs[id]; ok {
 		return r, nil
 	}
-	v := b.tx.Bucket(bucketAttempts).Get([]byte(id))
-	if v == nil {
+	seq, ok := b.key(id)
+	if !ok {
 		return nil, nil
 	}
-	return decodeRecord([]byte(id), v)
+	return decodeRecord(seq, id, b.tx.Bucket(bucketAttempts).Get(attemptKey(seq)))
 }
 
 // load returns the attempt as of now: a prepared attempt at or past its
@@ -131,11 +151,20 @@ func (b *batch) put(prev, next *Record) error {
 	id := next.ID
 	old, had := b.recs[id]
 	oldTotals := b.totals
+	_, known := b.key(id)
+	if !known {
+		// A sequence given up by a failed request is a harmless gap.
+		b.keys[id] = b.next
+		b.next++
+	}
 	b.undo = append(b.undo, func() {
 		if had {
 			b.recs[id] = old
 		} else {
 			delete(b.recs, id)
+		}
+		if !known {
+			delete(b.keys, id)
 		}
 		b.totals = oldTotals
 	})
@@ -186,7 +215,7 @@ func (b *batch) expireDue(now time.Time) error {
 
 // flush writes the staged state into the transaction.
 func (b *batch) flush() error {
-	if err := writeRecords(b.tx, b.recs, b.totals); err != nil {
+	if err := writeRecords(b.tx, b.recs, b.key, b.totals); err != nil {
 		return err
 	}
 	owners := b.tx.Bucket(bucketOwners)
@@ -208,6 +237,10 @@ func (a *Authority) apply(b *batch) {
 	defer a.mu.Unlock()
 	l := &a.led
 	l.totals = b.totals
+	for id, seq := range b.keys {
+		l.keys[id] = seq
+	}
+	l.next = b.next
 	for id, r := range b.recs {
 		if r.Phase.Charged() {
 			l.charged[id] = true

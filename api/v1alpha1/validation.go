@@ -7,12 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// MaxNameLength is the longest object name.
-const MaxNameLength = validation.DNS1123LabelMaxLength
 
 type validator struct {
 	errs ErrorList
@@ -58,7 +53,7 @@ func ValidateName(name string) []string {
 	if name == "" {
 		return []string{"required"}
 	}
-	return validation.IsDNS1123Label(name)
+	return isDNS1123Label(name)
 }
 
 func (v *validator) meta(m *ObjectMeta) {
@@ -68,10 +63,10 @@ func (v *validator) meta(m *ObjectMeta) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		val := m.Labels[k]
-		for _, msg := range validation.IsQualifiedName(k) {
+		for _, msg := range isQualifiedName(k) {
 			v.add(p.Child("labels").Key(k), "key: %s", msg)
 		}
-		for _, msg := range validation.IsValidLabelValue(val) {
+		for _, msg := range isLabelValue(val) {
 			v.add(p.Child("labels").Key(k), "%s", msg)
 		}
 	}
@@ -122,7 +117,7 @@ func (w *Workspace) Validate() ErrorList {
 		}
 	}
 	if v.required(spec.Child("profile"), s.Profile) {
-		for _, msg := range validation.IsDNS1123Label(s.Profile) {
+		for _, msg := range isDNS1123Label(s.Profile) {
 			v.add(spec.Child("profile"), "must be a profile name: %s", msg)
 		}
 	}

@@ -6,14 +6,14 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/marshal-dev/marshal/cmd/marshalctl/cli"
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/interrupt"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interrupt.NotifyContext(context.Background())
+	ctx = cli.WithInterrupts(ctx, interrupt.Caught{})
 	err := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	stop()
 	os.Exit(cli.ExitCode(err))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -61,7 +62,11 @@ func ExitCode(err error) int {
 // what the user needs to see, errors included, to streams; the returned
 // error only decides the exit code.
 func Run(ctx context.Context, args []string, s Streams) error {
-	root := newRootCmd(s)
+	return execute(ctx, newRootCmd(s, commandToBuild(args)), args, s)
+}
+
+// execute runs root with args, as Run does.
+func execute(ctx context.Context, root *cobra.Command, args []string, s Streams) error {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	var ee *ExitError
@@ -74,7 +79,57 @@ func Run(ctx context.Context, args []string, s Streams) error {
 	return err
 }
 
-func newRootCmd(s Streams) *cobra.Command {
+// commands are marshalctl's commands but completion, which needs all
+// of them.
+var commands = []struct {
+	name string
+	new  func(*globals, Streams) *cobra.Command
+}{
+	{"validate", func(_ *globals, s Streams) *cobra.Command { return newValidateCmd(s) }},
+	{"get", newGetCmd},
+	{"describe", newDescribeCmd},
+	{"events", newEventsCmd},
+	{"apply", newApplyCmd},
+	{"diff", newDiffCmd},
+	{"delete", newDeleteCmd},
+	{"doctor", newDoctorCmd},
+	{"identify", newIdentifyCmd},
+	{"run", newRunCmd},
+	{"admin", newAdminCmd},
+	{"version", newVersionCmd},
+}
+
+// commandToBuild returns the name of the command args run when that
+// command can be built alone, else "". Building one command rather than
+// the whole tree keeps a command's start short, run's above all; help,
+// completion, cobra's hidden __complete and whatever is not a command
+// name (a flag, a mistyped command that needs suggestions) get every
+// command.
+func commandToBuild(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--socket":
+			i++ // its value
+		case strings.HasPrefix(a, "--socket="):
+		case strings.HasPrefix(a, "-"):
+			// --help, "--", or a flag the root does not have: let
+			// cobra see everything.
+			return ""
+		default:
+			for _, c := range commands {
+				if c.name == a {
+					return a
+				}
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// newRootCmd builds marshalctl with every command, or with only the one
+// named.
+func newRootCmd(s Streams, only string) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:   "marshalctl",
@@ -117,21 +172,14 @@ object names in bash, zsh or fish.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.PersistentFlags().StringVar(&g.socket, "socket", "",
 		"marshald's socket (default $MARSHAL_SOCKET, else the socket of this user's mode)")
-	root.AddCommand(
-		newValidateCmd(s),
-		newGetCmd(g, s),
-		newDescribeCmd(g, s),
-		newEventsCmd(g, s),
-		newApplyCmd(g, s),
-		newDiffCmd(g, s),
-		newDeleteCmd(g, s),
-		newDoctorCmd(g, s),
-		newIdentifyCmd(g, s),
-		newRunCmd(g, s),
-		newAdminCmd(g, s),
-		newVersionCmd(g, s),
-		newCompletionCmd(s),
-	)
+	for _, c := range commands {
+		if only == "" || c.name == only {
+			root.AddCommand(c.new(g, s))
+		}
+	}
+	if only == "" {
+		root.AddCommand(newCompletionCmd(s))
+	}
 	// Made now rather than at Execute, so that it gets an example too.
 	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {

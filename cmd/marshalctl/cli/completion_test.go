@@ -208,7 +208,7 @@ func walk(cmd *cobra.Command, fn func(*cobra.Command)) {
 }
 
 func TestEveryOutputFlagCompletes(t *testing.T) {
-	walk(newRootCmd(Streams{}), func(cmd *cobra.Command) {
+	walk(newRootCmd(Streams{}, ""), func(cmd *cobra.Command) {
 		if cmd.Flags().Lookup("output") == nil {
 			return
 		}
@@ -222,7 +222,7 @@ func TestEveryOutputFlagCompletes(t *testing.T) {
 // added later without an example fails here.
 func TestEveryCommandHasExamples(t *testing.T) {
 	var paths []string
-	walk(newRootCmd(Streams{}), func(cmd *cobra.Command) { paths = append(paths, cmd.CommandPath()) })
+	walk(newRootCmd(Streams{}, ""), func(cmd *cobra.Command) { paths = append(paths, cmd.CommandPath()) })
 	if len(paths) < 13 {
 		t.Fatalf("walked %q: the tree is missing commands", paths)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -142,7 +141,7 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 // yamlSection writes "Title:" and the JSON value data as YAML indented
 // under it.
 func yamlSection(b *strings.Builder, title string, data json.RawMessage) error {
-	y, err := yaml.JSONToYAML(data)
+	y, err := jsonToYAML(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", title, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/client"
@@ -151,7 +150,7 @@ func declaredYAML(obj v1alpha1.Object) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	y, err := yaml.JSONToYAML(data)
+	y, err := jsonToYAML(data)
 	return string(y), err
 }
 

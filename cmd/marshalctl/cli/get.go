@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/marshal-dev/marshal/internal/client"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -159,7 +158,7 @@ func printDocument(w io.Writer, v any, output string) error {
 		return err
 	}
 	if output == "yaml" {
-		y, err := yaml.JSONToYAML(data)
+		y, err := jsonToYAML(data)
 		if err != nil {
 			return err
 		}

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -221,6 +219,7 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 	if p.Unaccounted != "" {
 		fmt.Fprintf(s.Err, "marshalctl: running unaccounted (%s): workspace %s participates optionally\n", p.Unaccounted, o.workspace)
 	}
+	restoreInterrupts(ctx)
 	err = execPlan(p, term)
 	// Only a failed exec returns.
 	fmt.Fprintf(s.Err, "%s: exec %s: %v\nattempt %s, process %d, state cancelled; nothing was started\n",
@@ -251,15 +250,10 @@ func formatRefusal(r *localapi.Refusal) string {
 
 // postRun makes the one request of a run on a connection of this
 // process's own: marshald reads the caller's identity from it. An
-// interruption closes the connection, which tells marshald that the
+// interruption shuts the connection down, which tells marshald that the
 // caller went away.
 func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*localapi.RunResult, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the run request: %w", err)
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	conn, err := dialRun(socket)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -267,18 +261,19 @@ func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*loc
 		return nil, &client.UnreachableError{Socket: socket, Err: err}
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, conn.Shutdown)
 	defer stop()
-	hreq, err := http.NewRequest(http.MethodPost, "http://marshald"+localapi.RunPath, bytes.NewReader(body))
-	if err != nil {
+	msg := appendRunHTTPRequest(nil, appendRunRequest(nil, req))
+	// From here on an interrupt must be caught: marshald is about to
+	// hold a slot and create a scope for this process.
+	awaitInterrupts(ctx)
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Close = true
-	if err := hreq.Write(conn); err != nil {
+	if _, err := conn.Write(msg); err != nil {
 		return nil, runIOError(ctx, err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), hreq)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		return nil, runIOError(ctx, err)
 	}
@@ -294,11 +289,17 @@ func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*loc
 		}
 		return nil, e
 	}
-	var res localapi.RunResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("reading marshald's answer: %w", err)
-	}
-	return &res, nil
+	return decodeRunResult(data)
+}
+
+// runConnection is the connection dialRun makes.
+type runConnection interface {
+	io.Reader
+	io.Writer
+	// Shutdown ends the connection under a blocked Read or Write, from
+	// another goroutine.
+	Shutdown()
+	Close() error
 }
 
 func runIOError(ctx context.Context, err error) error {

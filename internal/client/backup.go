@@ -2,9 +2,9 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 
@@ -18,33 +18,40 @@ func (c *Client) BackupTo(ctx context.Context, path string) (int64, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return 0, fmt.Errorf("%s exists: choose a new file", path)
 	}
-	resp, err := c.request(ctx, http.MethodGet, localapi.BackupPath, nil, nil)
+	var n int64
+	err := c.request(ctx, methodGet, localapi.BackupPath, nil, nil, func(resp *Response) error {
+		tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		n, err = io.Copy(tmp, resp.Body)
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF) && resp.ContentLength >= 0:
+			err = fmt.Errorf("the backup ended after %d of %d bytes", n, resp.ContentLength)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			err = fmt.Errorf("the backup ended after %d bytes, before its end", n)
+		case err == nil:
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			// Link, not rename: it fails rather than replace a file that
+			// appeared meanwhile.
+			err = os.Link(tmp.Name(), path)
+		}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, err
-	}
-	defer resp.Body.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name())
-	n, err := io.Copy(tmp, resp.Body)
-	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
-		err = fmt.Errorf("the backup ended after %d of %d bytes", n, resp.ContentLength)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("writing %s: %w", path, err)
-	}
-	// Link, not rename: it fails rather than replace a file that appeared
-	// meanwhile.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		d.Sync()

@@ -5,11 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,33 +24,22 @@ const (
 	maxStreamLine = 16 << 20
 )
 
-// baseURL is the URL every request is made to; the host is a placeholder,
-// the socket is what is dialed.
-const baseURL = "http://marshald"
+// The methods of the local API.
+const (
+	methodGet  = "GET"
+	methodPost = "POST"
+)
 
 // Client talks to one marshald. Its methods may be called concurrently.
 type Client struct {
 	socket string
-	hc     *http.Client
 }
 
 // New returns a client of the daemon listening on socket. It connects on
-// each request, so it holds nothing open between them and needs no Close.
+// each request, as marshald checks the caller per connection, so it
+// holds nothing open between them and needs no Close.
 func New(socket string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "unix", socket)
-			if err != nil {
-				return nil, &UnreachableError{Socket: socket, Err: err}
-			}
-			return conn, nil
-		},
-		// One connection per request: the peer check is per connection,
-		// and no idle connection outlives a command.
-		DisableKeepAlives: true,
-	}
-	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+	return &Client{socket: socket}
 }
 
 // Socket returns the socket the client dials.
@@ -62,7 +48,7 @@ func (c *Client) Socket() string { return c.socket }
 // Info describes the daemon.
 func (c *Client) Info(ctx context.Context) (localapi.Info, error) {
 	var info localapi.Info
-	err := c.do(ctx, http.MethodGet, localapi.InfoPath, nil, nil, &info)
+	err := c.do(ctx, methodGet, localapi.InfoPath, nil, nil, &info)
 	return info, err
 }
 
@@ -70,7 +56,7 @@ func (c *Client) Info(ctx context.Context) (localapi.Info, error) {
 // sorted by name, each as the daemon encoded it.
 func (c *Client) List(ctx context.Context, kind string) ([]json.RawMessage, error) {
 	var list localapi.ObjectList
-	if err := c.do(ctx, http.MethodGet, objectsPath(kind, ""), nil, nil, &list); err != nil {
+	if err := c.do(ctx, methodGet, objectsPath(kind, ""), nil, nil, &list); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -80,7 +66,7 @@ func (c *Client) List(ctx context.Context, kind string) ([]json.RawMessage, erro
 // NOT_FOUND.
 func (c *Client) Get(ctx context.Context, kind, name string) (json.RawMessage, error) {
 	var obj json.RawMessage
-	if err := c.do(ctx, http.MethodGet, objectsPath(kind, name), nil, nil, &obj); err != nil {
+	if err := c.do(ctx, methodGet, objectsPath(kind, name), nil, nil, &obj); err != nil {
 		return nil, err
 	}
 	return obj, nil
@@ -112,7 +98,7 @@ func (c *Client) Watch(ctx context.Context, kind string, fn func(localapi.WatchE
 // when it is not zero, else every event.
 func (c *Client) Events(ctx context.Context, obj v1alpha1.ObjectReference, after uint64) ([]v1alpha1.Event, error) {
 	var list localapi.EventList
-	if err := c.do(ctx, http.MethodGet, localapi.EventsPath, eventsQuery(obj, after), nil, &list); err != nil {
+	if err := c.do(ctx, methodGet, localapi.EventsPath, eventsQuery(obj, after), nil, &list); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -137,14 +123,14 @@ func (c *Client) WatchEvents(ctx context.Context, obj v1alpha1.ObjectReference, 
 // Apply asks the daemon to declare the objects of the files in req.
 func (c *Client) Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.ApplyResult, error) {
 	var res localapi.ApplyResult
-	err := c.do(ctx, http.MethodPost, localapi.ApplyPath, nil, &req, &res)
+	err := c.do(ctx, methodPost, localapi.ApplyPath, nil, &req, &res)
 	return res, err
 }
 
 // Delete asks the daemon to stop declaring objects.
 func (c *Client) Delete(ctx context.Context, req localapi.DeleteRequest) (localapi.DeleteResult, error) {
 	var res localapi.DeleteResult
-	err := c.do(ctx, http.MethodPost, localapi.DeletePath, nil, &req, &res)
+	err := c.do(ctx, methodPost, localapi.DeletePath, nil, &req, &res)
 	return res, err
 }
 
@@ -152,14 +138,14 @@ func (c *Client) Delete(ctx context.Context, req localapi.DeleteRequest) (locala
 // be empty, releasing its hold.
 func (c *Client) ConfirmEmpty(ctx context.Context) (localapi.ConfirmEmptyResult, error) {
 	var res localapi.ConfirmEmptyResult
-	err := c.do(ctx, http.MethodPost, localapi.ConfirmEmptyPath, nil, struct{}{}, &res)
+	err := c.do(ctx, methodPost, localapi.ConfirmEmptyPath, nil, struct{}{}, &res)
 	return res, err
 }
 
 // Doctor reports what the host can enforce and what is missing.
 func (c *Client) Doctor(ctx context.Context) (localapi.Doctor, error) {
 	var d localapi.Doctor
-	err := c.do(ctx, http.MethodGet, localapi.DoctorPath, nil, nil, &d)
+	err := c.do(ctx, methodGet, localapi.DoctorPath, nil, nil, &d)
 	return d, err
 }
 
@@ -190,90 +176,82 @@ func eventsQuery(obj v1alpha1.ObjectReference, after uint64) url.Values {
 	return q
 }
 
-// request sends one request and returns its response when it succeeded.
-func (c *Client) request(ctx context.Context, method, path string, q url.Values, body any) (*http.Response, error) {
-	var rd io.Reader
+// request sends one request and hands a successful answer to read. The
+// connection is closed when it returns.
+func (c *Client) request(ctx context.Context, method, path string, q url.Values, body any, read func(*Response) error) error {
+	var data []byte
 	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the request: %w", err)
+		var err error
+		if data, err = json.Marshal(body); err != nil {
+			return fmt.Errorf("encoding the request: %w", err)
 		}
-		rd = bytes.NewReader(data)
 	}
-	u := baseURL + path
+	target := path
 	if len(q) > 0 {
-		u += "?" + q.Encode()
+		target += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	conn, err := Dial(ctx, c.socket)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	defer conn.Close()
+	_, werr := conn.Write(appendRequest(nil, method, target, data))
+	// marshald may answer a refused caller and close before it reads
+	// the whole request: the answer still counts.
+	resp, err := conn.ReadResponse()
+	if err != nil && werr != nil {
+		err = werr
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		var unreachable *UnreachableError
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.As(err, &unreachable):
-			return nil, unreachable
-		}
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	case resp.StatusCode/100 != 2:
+		return readError(resp)
 	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, readError(resp)
-	}
-	return resp, nil
+	return read(resp)
 }
 
 // do sends one request and decodes its answer into out.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
-	resp, err := c.request(ctx, method, path, q, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	return c.request(ctx, method, path, q, body, func(resp *Response) error {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 		}
-		return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // stream sends a watch request and calls fn with each line of the answer.
 func (c *Client) stream(ctx context.Context, path string, q url.Values, fn func(line []byte) error) error {
-	resp, err := c.request(ctx, http.MethodGet, path, q, nil)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
+	return c.request(ctx, methodGet, path, q, nil, func(resp *Response) error {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if err := fn(line); err != nil {
+				return err
+			}
 		}
-		if err := fn(line); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: %v", ErrStreamEnded, err)
-	}
-	return ErrStreamEnded
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("%w: %v", ErrStreamEnded, err)
+		}
+		return ErrStreamEnded
+	})
 }
 
 // readError turns a failed response into a *localapi.Error.
-func readError(resp *http.Response) error {
+func readError(resp *Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &localapi.Error{}
 	if err := json.Unmarshal(data, e); err == nil && e.Code != "" {
@@ -289,15 +267,15 @@ func readError(resp *http.Response) error {
 // codeOf guesses the code of a failure whose body is not a localapi.Error.
 func codeOf(status int) string {
 	switch status {
-	case http.StatusNotFound:
+	case 404: // Not Found
 		return localapi.CodeNotFound
-	case http.StatusForbidden:
+	case 403: // Forbidden
 		return localapi.CodeForbidden
-	case http.StatusConflict:
+	case 409: // Conflict
 		return localapi.CodeConflict
-	case http.StatusServiceUnavailable:
+	case 503: // Service Unavailable
 		return localapi.CodeUnavailable
-	case http.StatusNotImplemented:
+	case 501: // Not Implemented
 		return localapi.CodeNotSupported
 	}
 	if status/100 == 4 {

@@ -3,7 +3,12 @@
 // come back as *localapi.Error (use errors.As), and a daemon that cannot
 // be reached as *UnreachableError, whose message says what to do.
 // DefaultSocket and ResolveSocket say where the socket is, for the CLI
-// and the daemon alike.
+// and the daemon alike. Dial gives the connection every request uses to
+// a caller that writes its own request, as marshalctl run does, and
+// reads the answer for it.
 //
-// It is not the CLI: it prints nothing and decides no exit codes.
+// It speaks HTTP/1.1 itself, one request per connection, without
+// net/http (see conn.go for why). It is not a general HTTP client: no
+// keep-alive, redirects, TLS, compression or trailers. It is not the CLI
+// either: it prints nothing and decides no exit codes.
 package client

@@ -18,6 +18,11 @@ var (
 	// ErrStreamEnded is returned by Watch and WatchEvents when the daemon
 	// ends a stream that the caller did not cancel: it stopped.
 	ErrStreamEnded = errors.New("marshald ended the stream")
+	// ErrBadResponse is wrapped by the error of an answer that is not
+	// HTTP/1.x as this client reads it: a malformed status line, header
+	// or chunk, a transfer encoding other than chunked, a trailer, or a
+	// status line and headers over 64 KiB.
+	ErrBadResponse = errors.New("malformed answer from marshald")
 )
 
 // UnreachableError is returned when the socket cannot be connected to. Its

@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -253,16 +251,11 @@ func formatRefusal(r *localapi.Refusal) string {
 // interruption shuts the connection down, which tells marshald that the
 // caller went away.
 func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*localapi.RunResult, error) {
-	conn, err := dialRun(socket)
+	conn, err := client.Dial(ctx, socket)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, &client.UnreachableError{Socket: socket, Err: err}
+		return nil, err
 	}
 	defer conn.Close()
-	stop := context.AfterFunc(ctx, conn.Shutdown)
-	defer stop()
 	msg := appendRunHTTPRequest(nil, appendRunRequest(nil, req))
 	// From here on an interrupt must be caught: marshald is about to
 	// hold a slot and create a scope for this process.
@@ -270,19 +263,21 @@ func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*loc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := conn.Write(msg); err != nil {
-		return nil, runIOError(ctx, err)
+	_, werr := conn.Write(msg)
+	// A refused caller may be answered before its request is read
+	// whole: the answer still counts.
+	resp, err := conn.ReadResponse()
+	if err != nil && werr != nil {
+		err = werr
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		return nil, runIOError(ctx, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRunAnswer))
 	if err != nil {
 		return nil, runIOError(ctx, err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != 200 {
 		e := &localapi.Error{}
 		if json.Unmarshal(data, e) != nil || e.Code == "" {
 			e = &localapi.Error{Code: localapi.CodeInternal, Message: strings.TrimSpace(resp.Status + " " + string(data))}
@@ -292,15 +287,9 @@ func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*loc
 	return decodeRunResult(data)
 }
 
-// runConnection is the connection dialRun makes.
-type runConnection interface {
-	io.Reader
-	io.Writer
-	// Shutdown ends the connection under a blocked Read or Write, from
-	// another goroutine.
-	Shutdown()
-	Close() error
-}
+// maxRunAnswer bounds marshald's answer to a run: a plan holds the
+// agent's environment.
+const maxRunAnswer = 64 << 20
 
 func runIOError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {

@@ -2,195 +2,212 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"os"
+	"net/http"
 	"path/filepath"
-	"syscall"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/marshal-dev/marshal/internal/client"
+	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
-// shortSocket returns a socket path that fits the kernel's limit.
-func shortSocket(t *testing.T) string {
+// serveRun answers run requests with h, on a net/http server on a unix
+// socket in t.TempDir(), until t ends.
+func serveRun(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "mconn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s")
-}
-
-func TestRunConnCarriesARequestAndItsAnswer(t *testing.T) {
-	socket := shortSocket(t)
+	socket := filepath.Join(t.TempDir(), "s")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	// More than a socket buffer, so that writes block and resume.
-	request := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
-	served := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			served <- err
-			return
-		}
-		defer c.Close()
-		got := make([]byte, len(request))
-		if _, err := io.ReadFull(c, got); err != nil {
-			served <- err
-			return
-		}
-		if !bytes.Equal(got, request) {
-			served <- errors.New("the request arrived changed")
-			return
-		}
-		_, err = c.Write([]byte("answer"))
-		served <- err
-	}()
-	c, err := dialRun(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if n, err := c.Write(request); n != len(request) || err != nil {
-		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(request))
-	}
-	answer, err := io.ReadAll(c)
-	if err != nil || string(answer) != "answer" {
-		t.Errorf("read %q, %v; want the answer and EOF", answer, err)
-	}
-	if err := <-served; err != nil {
-		t.Error(err)
-	}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+localapi.RunPath, h)
+	srv := &http.Server{Handler: mux}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+	return socket
 }
 
-// Shutdown ends a Read blocked in another goroutine, and the peer sees
-// the connection end: that is how an interrupt reaches marshald.
-func TestRunConnShutdownEndsABlockedRead(t *testing.T) {
-	socket := shortSocket(t)
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := dialRun(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
-	read := make(chan error, 1)
-	go func() {
-		_, err := c.Read(make([]byte, 16))
-		read <- err
-	}()
-	// Whether the Read has blocked yet or not, it must end with EOF.
-	peerRead := make(chan error, 1)
-	go func() {
-		_, err := peer.Read(make([]byte, 1))
-		peerRead <- err
-	}()
-	c.Shutdown()
-	for name, ch := range map[string]chan error{"marshalctl": read, "marshald": peerRead} {
-		select {
-		case err := <-ch:
-			if !errors.Is(err, io.EOF) {
-				t.Errorf("%s's read after Shutdown = %v, want EOF", name, err)
-			}
-		case <-time.After(testutil.Deadline):
-			t.Fatalf("%s's read still blocked %v after Shutdown", name, testutil.Deadline)
-		}
-	}
-	c.Close()
-	c.Shutdown() // after Close, a no-op that touches no descriptor
-}
-
-func TestDialRunFails(t *testing.T) {
-	notASocket := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(notASocket, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	closed := shortSocket(t)
-	ln, err := net.Listen("unix", closed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
+// The plan is read whether net/http sends it with a length or, when it
+// outgrows the server's buffer, chunked.
+func TestPostRunReadsThePlan(t *testing.T) {
 	tests := []struct {
-		name   string
-		socket string
-		want   error
+		name string
+		env  [][]byte
 	}{
-		{"missing", filepath.Join(t.TempDir(), "none.sock"), fs.ErrNotExist},
-		{"not_a_socket", notASocket, syscall.ECONNREFUSED},
-		{"nobody_listening", closed, syscall.ECONNREFUSED},
+		{name: "with_a_length", env: [][]byte{[]byte("HOME=/home/dev")}},
+		{name: "chunked", env: [][]byte{[]byte("HOME=/home/dev"), bytes.Repeat([]byte("X"), 200<<10)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := dialRun(tc.socket)
-			if !errors.Is(err, tc.want) {
-				if c != nil {
-					c.Close()
-				}
-				t.Errorf("dialRun(%q) = %v, want %v", tc.socket, err, tc.want)
+			want := &localapi.ExecPlan{Path: "/bin/true", Argv: []string{"true"}, Env: tc.env, Dir: "/srv/web",
+				ID: "0123456789abcdef0123456789abcdef", Scope: "marshal-web-0123.scope"}
+			requests := make(chan localapi.RunRequest, 1)
+			socket := serveRun(t, func(w http.ResponseWriter, r *http.Request) {
+				var req localapi.RunRequest
+				json.NewDecoder(r.Body).Decode(&req)
+				requests <- req
+				json.NewEncoder(w).Encode(localapi.RunResult{Plan: want})
+			})
+			res, err := postRun(t.Context(), socket, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}, Env: tc.env})
+			if err != nil || !reflect.DeepEqual(res.Plan, want) {
+				t.Fatalf("postRun = %+v, %v; want the plan %+v", res, err, want)
+			}
+			if got := <-requests; got.Workspace != "web" || !reflect.DeepEqual(got.Env, tc.env) {
+				t.Errorf("marshald read the request %+v", got)
 			}
 		})
 	}
 }
 
-// A listener whose backlog is full refuses at once: a blocking connect
-// would hold marshalctl where an interrupt cannot reach it.
-func TestDialRunRefusedWhenTheBacklogIsFull(t *testing.T) {
-	socket := shortSocket(t)
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: socket}); err != nil {
-		t.Fatal(err)
-	}
-	// Never accepted: the second connection finds the queue full.
-	if err := unix.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
+// An interrupt while marshald works ends the run request at once, and
+// marshald sees the caller go away.
+func TestPostRunInterrupted(t *testing.T) {
+	started := make(chan struct{})
+	gone := make(chan struct{})
+	socket := serveRun(t, func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		close(started)
+		<-r.Context().Done()
+		close(gone)
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
 	done := make(chan error, 1)
-	var conns []runConnection
 	go func() {
-		for range 8 {
-			c, err := dialRun(socket)
-			if err != nil {
-				done <- err
-				return
-			}
-			conns = append(conns, c)
-		}
-		done <- nil
+		_, err := postRun(ctx, socket, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}})
+		done <- err
 	}()
 	select {
+	case <-started:
 	case err := <-done:
-		if !errors.Is(err, syscall.EAGAIN) {
-			t.Errorf("dialing a full backlog: %v, want EAGAIN", err)
+		t.Fatalf("postRun = %v before marshald had the request", err)
+	case <-time.After(testutil.Deadline):
+		t.Fatalf("the request did not arrive after %v", testutil.Deadline)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("postRun after an interrupt = %v, want context.Canceled", err)
 		}
 	case <-time.After(testutil.Deadline):
-		t.Fatalf("dialing a full backlog still blocked after %v", testutil.Deadline)
+		t.Fatalf("postRun still blocked %v after an interrupt", testutil.Deadline)
 	}
-	for _, c := range conns {
-		c.Close()
+	select {
+	case <-gone:
+	case <-time.After(testutil.Deadline):
+		t.Fatalf("marshald did not see the caller go away after %v", testutil.Deadline)
 	}
+}
+
+func TestPostRunFailures(t *testing.T) {
+	hijack := func(answer string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			io.ReadAll(r.Body)
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			defer conn.Close()
+			buf.WriteString(answer)
+			buf.Flush()
+		}
+	}
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    error
+		message string
+	}{
+		{name: "refused_request", handler: func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"code":"INVALID","message":"a run needs argv"}`))
+		}, want: &localapi.Error{Code: localapi.CodeInvalid, Message: "a run needs argv"}},
+		{name: "text_error", handler: func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "upstream broke", http.StatusBadGateway)
+		}, want: &localapi.Error{Code: localapi.CodeInternal, Message: "502 Bad Gateway upstream broke"}},
+		{name: "malformed_answer", handler: hijack("garbage\r\n\r\n"),
+			want: client.ErrBadResponse, message: "marshald went away during the run request"},
+		{name: "no_answer", handler: hijack(""),
+			want: io.ErrUnexpectedEOF, message: "marshald went away during the run request"},
+		{name: "answer_cut_short", handler: hijack("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"plan\":"),
+			want: io.ErrUnexpectedEOF, message: "marshald went away during the run request"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			socket := serveRun(t, tc.handler)
+			_, err := postRun(t.Context(), socket, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}})
+			var apiErr *localapi.Error
+			switch want := tc.want.(type) {
+			case *localapi.Error:
+				if !errors.As(err, &apiErr) || *apiErr != *want {
+					t.Errorf("postRun = %v, want %v", err, want)
+				}
+			default:
+				if !errors.Is(err, want) || !strings.Contains(err.Error(), tc.message) {
+					t.Errorf("postRun = %v, want %v saying %q", err, want, tc.message)
+				}
+			}
+		})
+	}
+	// A refusal before the request is read whole is what the caller
+	// gets, not a broken pipe; a net/http server reads on before it
+	// closes, so a listener of its own shows it.
+	t.Run("answered_before_the_request_is_read", func(t *testing.T) {
+		socket := filepath.Join(t.TempDir(), "s")
+		ln, err := net.Listen("unix", socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		refusal := `{"code":"FORBIDDEN","message":"uid 1000 is not admitted"}`
+		served := make(chan error, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				served <- err
+				return
+			}
+			defer c.Close()
+			c.Read(make([]byte, 16))
+			_, err = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s", len(refusal), refusal)
+			served <- err
+		}()
+		env := [][]byte{bytes.Repeat([]byte("X"), 8<<20)}
+		_, err = postRun(t.Context(), socket, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}, Env: env})
+		var apiErr *localapi.Error
+		if !errors.As(err, &apiErr) || apiErr.Code != localapi.CodeForbidden {
+			t.Errorf("postRun refused before it was read = %v, want FORBIDDEN", err)
+		}
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(testutil.Deadline):
+			t.Fatalf("the server did not answer after %v", testutil.Deadline)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		socket := filepath.Join(t.TempDir(), "none.sock")
+		_, err := postRun(t.Context(), socket, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}})
+		var ue *client.UnreachableError
+		if !errors.As(err, &ue) || ue.Socket != socket {
+			t.Errorf("postRun on %s = %v, want an UnreachableError", socket, err)
+		}
+	})
 }

@@ -3,9 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -83,85 +81,4 @@ func detachTerminal() error {
 		return fmt.Errorf("replacing standard input: %w", err)
 	}
 	return nil
-}
-
-// runConn is the connection of a run request: a unix socket used with
-// blocking reads and writes. The net package would set up its poller (an
-// epoll instance, an eventfd and their registrations) for this one
-// connection: about 0.07 ms of every launch.
-type runConn struct {
-	fd int
-	// mu guards closed, so that Shutdown, called from another
-	// goroutine, never touches a descriptor Close gave back.
-	mu     sync.Mutex
-	closed bool
-}
-
-// dialRun connects to the socket. A listener whose backlog is full
-// refuses at once, as the net package does, rather than holding
-// marshalctl in a connect that an interrupt cannot end.
-func dialRun(socket string) (runConnection, error) {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return nil, os.NewSyscallError("socket", err)
-	}
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: socket}); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("connect", err)
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, os.NewSyscallError("fcntl", err)
-	}
-	return &runConn{fd: fd}, nil
-}
-
-func (c *runConn) Read(p []byte) (int, error) {
-	for {
-		n, err := unix.Read(c.fd, p)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, os.NewSyscallError("read", err)
-		case n == 0 && len(p) > 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-}
-
-func (c *runConn) Write(p []byte) (int, error) {
-	written := 0
-	for written < len(p) {
-		n, err := unix.Write(c.fd, p[written:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return written, os.NewSyscallError("write", err)
-		}
-		written += n
-	}
-	return written, nil
-}
-
-// Shutdown ends both directions: a Read or Write blocked in another
-// goroutine returns, and marshald sees the caller go away.
-func (c *runConn) Shutdown() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.closed {
-		unix.Shutdown(c.fd, unix.SHUT_RDWR)
-	}
-}
-
-func (c *runConn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	return unix.Close(c.fd)
 }

@@ -19,8 +19,5 @@ func runTerminal(o runOptions) (runTerm, error) {
 	return runTerm{}, &ExitError{Code: ExitFailure, Err: errors.New("run needs Linux: agents run in cgroup scopes")}
 }
 
-// dialRun: agents run on Linux only.
-func dialRun(socket string) (runConnection, error) { return nil, errors.ErrUnsupported }
-
 // execPlan: agents run on Linux only.
 func execPlan(p *localapi.ExecPlan, term runTerm) error { return errors.ErrUnsupported }

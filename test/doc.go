@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package test holds marshal's end-to-end tests: they build marshald and
 // marshalctl, run the daemon on temporary directories with the cgroupfs
 // backend on a private cgroup subtree, and drive it only through

@@ -456,7 +456,7 @@ func TestAccountedMinimumsNeedNoScopeLimits(t *testing.T) {
 	p := h.ready()
 	r := h.prepare(p, key(1))
 	for _, res := range cgroup.AllResources {
-		if e := r.Plan.get(res); e.Level != v1alpha1.LevelAccounted {
+		if e := r.Plan.Get(res); e.Level != v1alpha1.LevelAccounted {
 			t.Fatalf("attempt plan for %s = %+v, want accounted", res, e)
 		}
 	}

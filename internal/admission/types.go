@@ -264,7 +264,8 @@ type Plan struct {
 	PIDs   cgroup.Enforcement `json:"pids"`
 }
 
-func (p Plan) get(r cgroup.Resource) cgroup.Enforcement {
+// Get returns what the plan gives r.
+func (p Plan) Get(r cgroup.Resource) cgroup.Enforcement {
 	switch r {
 	case cgroup.CPU:
 		return p.CPU
@@ -338,7 +339,7 @@ func (p Plan) For(min Levels) Plan {
 // Satisfies reports whether the plan gives every resource at least min.
 func (p Plan) Satisfies(min Levels) bool {
 	for _, r := range cgroup.AllResources {
-		if p.get(r).Level.Rank() < min.get(r).Rank() {
+		if p.Get(r).Level.Rank() < min.get(r).Rank() {
 			return false
 		}
 	}
@@ -351,7 +352,7 @@ func (p Plan) Satisfies(min Levels) bool {
 // to a whole page (cgroup.Applied.Satisfies).
 func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 	for _, r := range cgroup.AllResources {
-		want := p.get(r)
+		want := p.Get(r)
 		if want.Level == v1alpha1.LevelAccounted {
 			continue
 		}

@@ -195,13 +195,7 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 		return err
 	}
 	defer conn.Close()
-	_, werr := conn.Write(appendRequest(nil, method, target, data))
-	// marshald may answer a refused caller and close before it reads
-	// the whole request: the answer still counts.
-	resp, err := conn.ReadResponse()
-	if err != nil && werr != nil {
-		err = werr
-	}
+	resp, err := conn.RoundTrip(method, target, data)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

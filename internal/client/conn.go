@@ -56,6 +56,19 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// RoundTrip sends a request for target (path and query) with a JSON
+// body, or none when body is nil, and reads its answer; call it once.
+// marshald may answer a refused caller and close before it reads the
+// whole request: an answer read counts even when the write failed.
+func (c *Conn) RoundTrip(method, target string, body []byte) (*Response, error) {
+	_, werr := c.Write(appendRequest(nil, method, target, body))
+	resp, err := c.ReadResponse()
+	if err != nil && werr != nil {
+		err = werr
+	}
+	return resp, err
+}
+
 // ReadResponse reads the answer to the request written; call it once.
 // Its status line and headers are read here, its body by the Response's
 // Body. A malformed answer fails with an error wrapping ErrBadResponse;

@@ -11,7 +11,6 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
-	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/launch"
@@ -238,21 +237,11 @@ func (d *Daemon) explainRun(w http.ResponseWriter, req launch.Request) {
 	}
 	if e.Plan != nil {
 		for _, r := range cgroup.AllResources {
-			en := planOf(*e.Plan, r)
+			en := e.Plan.Get(r)
 			a.Host = append(a.Host, v1alpha1.Enforcement{Resource: string(r), Level: en.Level, Method: string(en.Method), Controller: en.Controller})
 		}
 	}
 	writeRun(w, localapi.RunResult{Explain: &localapi.Explain{Meaning: meaning, Digest: e.Digest, Admission: a}})
-}
-
-func planOf(p admission.Plan, r cgroup.Resource) cgroup.Enforcement {
-	switch r {
-	case cgroup.CPU:
-		return p.CPU
-	case cgroup.Memory:
-		return p.Memory
-	}
-	return p.PIDs
 }
 
 func writeRun(w http.ResponseWriter, res localapi.RunResult) {

@@ -256,20 +256,14 @@ func postRun(ctx context.Context, socket string, req *localapi.RunRequest) (*loc
 		return nil, err
 	}
 	defer conn.Close()
-	msg := appendRunHTTPRequest(nil, appendRunRequest(nil, req))
+	body := appendRunRequest(nil, req)
 	// From here on an interrupt must be caught: marshald is about to
 	// hold a slot and create a scope for this process.
 	awaitInterrupts(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	_, werr := conn.Write(msg)
-	// A refused caller may be answered before its request is read
-	// whole: the answer still counts.
-	resp, err := conn.ReadResponse()
-	if err != nil && werr != nil {
-		err = werr
-	}
+	resp, err := conn.RoundTrip("POST", localapi.RunPath, body)
 	if err != nil {
 		return nil, runIOError(ctx, err)
 	}

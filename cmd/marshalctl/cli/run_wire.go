@@ -19,19 +19,6 @@ import (
 // what json.Marshal writes, and anything but a plain plan is read by
 // encoding/json; the tests hold both to that.
 
-// runRequestHead is the HTTP request line and headers of a run, up to
-// the body's length.
-const runRequestHead = "POST " + localapi.RunPath + " HTTP/1.1\r\nHost: marshald\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "
-
-// appendRunHTTPRequest appends the HTTP request of a run with body.
-func appendRunHTTPRequest(b []byte, body []byte) []byte {
-	b = slices.Grow(b, len(runRequestHead)+24+len(body))
-	b = append(b, runRequestHead...)
-	b = strconv.AppendInt(b, int64(len(body)), 10)
-	b = append(b, "\r\n\r\n"...)
-	return append(b, body...)
-}
-
 // appendRunRequest appends req as json.Marshal encodes it.
 func appendRunRequest(b []byte, req *localapi.RunRequest) []byte {
 	// Room for all of it unless strings need escaping.

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,20 +112,6 @@ func checkRunRequest(t interface{ Fatalf(string, ...any) }, req *localapi.RunReq
 	}
 	if got := appendRunRequest(nil, req); !bytes.Equal(got, want) {
 		t.Fatalf("appendRunRequest(%+v) =\n%s\nwant\n%s", req, got, want)
-	}
-}
-
-// The request is one HTTP/1.1 request that net/http reads as sent.
-func TestAppendRunHTTPRequest(t *testing.T) {
-	body := appendRunRequest(nil, &localapi.RunRequest{Workspace: "web", Argv: []string{"true"}})
-	r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(appendRunHTTPRequest(nil, body))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(r.Body)
-	if r.Method != http.MethodPost || r.URL.Path != localapi.RunPath || r.ContentLength != int64(len(body)) ||
-		!r.Close || r.Header.Get("Content-Type") != "application/json" || !bytes.Equal(got, body) {
-		t.Errorf("request = %s %s, length %d, close %v, headers %v, body %q", r.Method, r.URL, r.ContentLength, r.Close, r.Header, got)
 	}
 }
 

@@ -3,6 +3,16 @@
 // fsnotify, reloads only the files that changed, and tells a Sink about
 // exactly the objects whose declaration changed.
 //
+// Three parts, in the order a change flows through them, as kubelet's file
+// source is split from its merge: the watcher turns events into batches
+// of changed paths (debounced, with a second look at a file emptied in
+// place, a relist when the tree's shape may have changed); the loader
+// stats and reads what a batch names and says how each file now loads;
+// the declarations, which do no I/O, turn loaded files into declared
+// objects (conflicts, the single Host, last good versions, the hold of an
+// emptied directory) and say what to record, persist and tell the sink.
+// One goroutine, Start's, runs all three.
+//
 // Events are hints and the directory listing is the truth: atomic
 // rename-over saves, a directory deleted and created again, a symlink
 // swap of the whole tree (Kubernetes ConfigMap ..data, a git checkout) and

@@ -19,12 +19,10 @@ func BenchmarkIdleRelist(b *testing.B) {
 	}
 	sink := newRecorder()
 	s := New(Options{Dir: dir, Sink: sink, Relist: -1})
-	s.relist = true
-	s.flush(b.Context(), nil)
+	s.flush(b.Context(), batch{relist: true})
 	b.ResetTimer()
 	for range b.N {
-		s.relist = true
-		s.flush(b.Context(), nil)
+		s.flush(b.Context(), batch{relist: true})
 	}
 	if sink.batches != 1 {
 		b.Fatalf("an idle relist declared something: %d batches", sink.batches)

@@ -48,6 +48,9 @@ const (
 	// ReasonRecovering: signals are clear, and the level steps down once
 	// they have stayed clear for a recovery step.
 	ReasonRecovering Reason = "recovering"
+	// ReasonNotMonitored: marshald was told not to monitor pressure
+	// (--pressure=off); the level is always normal.
+	ReasonNotMonitored Reason = "not_monitored"
 )
 
 // Thresholds of the contract. PSI values are basis points of the avg10
@@ -102,10 +105,16 @@ func (s Sample) validFor() time.Duration {
 	return DefaultValidFor
 }
 
-// Disk watermarks as DevGuard's: critical at or below max(5%, 2 GiB)
-// available, clear above max(10%, 4 GiB).
-func diskCritical(capacity int64) int64 { return max(capacity/20, 2*gib) }
-func diskClear(capacity int64) int64    { return max(capacity/10, 4*gib) }
+// Disk watermarks. DevGuard's are critical at or below max(5%, 2 GiB)
+// available and clear above max(10%, 4 GiB), which on a file system of
+// 2 GiB or less can never clear: a small state disk (a tmpfs, a small
+// partition) would never admit anything. The absolute floors are capped
+// at a quarter and a half of the file system, so a file system of 8 GiB
+// or more keeps DevGuard's watermarks exactly and a smaller one keeps a
+// quarter free (critical) and a half free (clear): 25 MiB and 50 MiB of
+// a 100 MiB tmpfs.
+func diskCritical(capacity int64) int64 { return max(capacity/20, min(2*gib, capacity/4)) }
+func diskClear(capacity int64) int64    { return max(capacity/10, min(4*gib, capacity/2)) }
 
 // Memory levels from MemAvailable, Linux's counterpart of the macOS
 // memory-pressure level DevGuard reads: warning at or below 10% of
@@ -162,8 +171,26 @@ func (s Sample) constrained() Reason {
 // clear is the condition for recovery; between constrained and clear is
 // a band that neither raises nor lowers the level.
 func (s Sample) clear() bool {
-	return !s.memoryWarning() && s.MemoryFullBP < memoryFullClearBP && s.CPUSomeBP < cpuSomeClearBP &&
+	return s.calm() && s.CPUSomeBP < cpuSomeClearBP
+}
+
+// calm is clear but for CPU contention: the condition for leaving
+// critical, and for a first sample to open admission. CPU contention only
+// ever halves the target, so a busy CPU neither keeps admission closed
+// at start-up nor holds it closed after a critical signal has cleared;
+// on a host that is always busy (a CI runner) it would otherwise never
+// open.
+func (s Sample) calm() bool {
+	return !s.memoryWarning() && s.MemoryFullBP < memoryFullClearBP &&
 		s.ControlLag < lagClear && s.DiskAvailable > diskClear(s.DiskCapacity)
+}
+
+// onlyCPU reports whether CPU contention is the one signal that
+// constrains s.
+func (s Sample) onlyCPU() bool {
+	t := s
+	t.CPUSomeBP = 0
+	return s.constrained() == ReasonCPUStall && t.constrained() == "" && t.criticalRepeated() == ""
 }
 
 // cause names the strongest signal that is not clear, or "".
@@ -192,6 +219,54 @@ type Status struct {
 	Reason Reason `json:"reason"`
 	// Since is when the level last changed; zero before the first sample.
 	Since time.Time `json:"since,omitzero"`
+	// MemAvailable and DiskAvailable are the last valid sample's, in
+	// bytes (zero before the first), so that a reason can say how much
+	// is left.
+	MemAvailable  int64 `json:"mem_available,omitempty"`
+	DiskAvailable int64 `json:"disk_available,omitempty"`
+}
+
+// Cause says in a few words, built from the reason and the sampled
+// amounts alone, why the level is what it is: "cpu pressure", "state disk
+// nearly full: 3 MiB free".
+func (s Status) Cause() string {
+	switch s.Reason {
+	case ReasonNone:
+		return "no pressure"
+	case ReasonNotSampled:
+		return "pressure not sampled yet"
+	case ReasonStale:
+		return "pressure sample stale"
+	case ReasonSamplingFailed:
+		return "pressure sampling failed"
+	case ReasonInvalidSample:
+		return "invalid pressure sample"
+	case ReasonStopped:
+		return "pressure monitor stopped"
+	case ReasonMemoryAvailable:
+		return "memory low: " + mib(s.MemAvailable) + " available"
+	case ReasonMemoryStall:
+		return "memory pressure"
+	case ReasonCPUStall:
+		return "cpu pressure"
+	case ReasonDiskFree:
+		return "state disk nearly full: " + mib(s.DiskAvailable) + " free"
+	case ReasonControlLag:
+		return "pressure monitor lagging"
+	case ReasonRecovering:
+		return "recovering from pressure"
+	case ReasonNotMonitored:
+		return "pressure not monitored"
+	}
+	return string(s.Reason)
+}
+
+// mib formats bytes in whole MiB, or in bytes below one.
+func mib(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 // Controller holds the pressure level with DevGuard's hysteresis. It is
@@ -250,7 +325,15 @@ func (c *Controller) Status(now time.Time) Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.staleLocked(now)
-	return Status{Level: c.level, Reason: c.reason, Since: c.since}
+	return c.statusLocked()
+}
+
+func (c *Controller) statusLocked() Status {
+	st := Status{Level: c.level, Reason: c.reason, Since: c.since}
+	if c.last != nil {
+		st.MemAvailable, st.DiskAvailable = c.last.MemAvailable, c.last.DiskAvailable
+	}
+	return st
 }
 
 // Failed records that a reading of the host failed or was incomplete:
@@ -271,23 +354,31 @@ func (c *Controller) Observe(s Sample, now time.Time) (Status, error) {
 	if age < 0 || age > MaxSampleAge || s.invalid() {
 		c.setLocked(Critical, ReasonInvalidSample, now)
 		c.clearSince = time.Time{}
-		return Status{Level: c.level, Reason: c.reason, Since: c.since},
+		return c.statusLocked(),
 			fmt.Errorf("sample at %s judged at %s: %w", s.At.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), ErrInvalidSample)
 	}
 	if c.last != nil {
 		if !s.At.After(c.last.At) {
 			c.setLocked(Critical, ReasonInvalidSample, now)
 			c.clearSince = time.Time{}
-			return Status{Level: c.level, Reason: c.reason, Since: c.since},
+			return c.statusLocked(),
 				fmt.Errorf("sample at %s is not after the previous one: %w", s.At.Format(time.RFC3339Nano), ErrInvalidSample)
 		}
 		// A gap in sampling is not a recovery interval.
 		if s.At.Sub(c.last.At) > c.last.validFor() {
 			c.closeLocked(ReasonStale, s.At)
 		}
-	} else if s.criticalNow() == "" && s.criticalRepeated() == "" && s.constrained() == "" {
-		// The first valid healthy sample opens admission.
-		c.setLocked(Normal, ReasonNone, s.At)
+	} else if s.criticalNow() == "" && s.criticalRepeated() == "" {
+		// The first valid sample without a critical signal opens
+		// admission: whole when healthy, half when CPU contention is
+		// all that constrains it. Any other soft signal keeps it closed
+		// until the ordinary recovery step.
+		switch {
+		case s.constrained() == "":
+			c.setLocked(Normal, ReasonNone, s.At)
+		case s.onlyCPU():
+			c.setLocked(Constrained, ReasonCPUStall, s.At)
+		}
 	}
 	sc := s
 	c.last = &sc
@@ -306,6 +397,17 @@ func (c *Controller) Observe(s Sample, now time.Time) (Status, error) {
 	case s.criticalNow() != "" || c.hardCount >= 2:
 		c.setLocked(Critical, cause, s.At)
 		c.clearSince = time.Time{}
+	case c.level == Critical:
+		// Leaving critical takes a recovery step of calm samples: CPU
+		// contention alone does not hold admission closed.
+		if !s.calm() {
+			c.clearSince = time.Time{}
+			if cause != "" {
+				c.reason = cause
+			}
+			break
+		}
+		c.recoverLocked(s.At)
 	case c.softCount >= 2:
 		if c.level == Normal {
 			c.setLocked(Constrained, cause, s.At)
@@ -314,28 +416,34 @@ func (c *Controller) Observe(s Sample, now time.Time) (Status, error) {
 		}
 		c.clearSince = time.Time{}
 	case s.clear():
-		if c.clearSince.IsZero() {
-			c.clearSince = s.At
-		}
-		if s.At.Sub(c.clearSince) >= RecoveryStep {
-			switch c.level {
-			case Critical:
-				c.setLocked(Constrained, ReasonRecovering, s.At)
-			default:
-				c.setLocked(Normal, ReasonNone, s.At)
-			}
-			c.clearSince = s.At
-		}
-		if c.level != Normal {
-			c.reason = ReasonRecovering
-		}
+		c.recoverLocked(s.At)
 	default:
 		c.clearSince = time.Time{}
 		if c.level != Normal && cause != "" {
 			c.reason = cause
 		}
 	}
-	return Status{Level: c.level, Reason: c.reason, Since: c.since}, nil
+	return c.statusLocked(), nil
+}
+
+// recoverLocked counts a sample at that allows recovery: once they have
+// lasted a recovery step without a gap, the level steps down once.
+func (c *Controller) recoverLocked(at time.Time) {
+	if c.clearSince.IsZero() {
+		c.clearSince = at
+	}
+	if at.Sub(c.clearSince) >= RecoveryStep {
+		switch c.level {
+		case Critical:
+			c.setLocked(Constrained, ReasonRecovering, at)
+		default:
+			c.setLocked(Normal, ReasonNone, at)
+		}
+		c.clearSince = at
+	}
+	if c.level != Normal {
+		c.reason = ReasonRecovering
+	}
 }
 
 // Settled reports whether the controller is normal and its last sample
@@ -353,3 +461,7 @@ type Fixed Status
 
 // Status returns f.
 func (f Fixed) Status(time.Time) Status { return Status(f) }
+
+// NotMonitored is the source of a daemon told not to monitor pressure:
+// always normal, so the target is the whole work capacity.
+var NotMonitored = Fixed{Level: Normal, Reason: ReasonNotMonitored}

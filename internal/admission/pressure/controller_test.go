@@ -248,3 +248,113 @@ func TestFailedReadingClosesAndRestartsRecovery(t *testing.T) {
 		t.Fatalf("after 30 s clear = %s, want constrained", l)
 	}
 }
+
+// CPU contention alone never closes admission, not even at start-up or
+// after a critical signal has cleared: a host that is always busy (a CI
+// runner) still admits against half its work capacity.
+func TestCPUStallNeverKeepsAdmissionClosed(t *testing.T) {
+	busy := func(ms int) Sample { s := sample(ms); s.CPUSomeBP = 10000; return s }
+	c := NewController()
+	if st, _ := c.Observe(busy(0), at(0)); st.Level != Constrained || st.Reason != ReasonCPUStall {
+		t.Fatalf("first sample with the CPU busy = %+v, want constrained, cpu_stall", st)
+	}
+
+	c = NewController()
+	crit := busy(0)
+	crit.MemAvailable = gib
+	observe(t, c, crit)
+	for ms := 2000; ms < 32000; ms += 2000 {
+		if l := observe(t, c, busy(ms)); l != Critical {
+			t.Fatalf("at %d ms = %s, want critical until a recovery step", ms, l)
+		}
+	}
+	for ms := 32000; ms < 100000; ms += 2000 {
+		if l := observe(t, c, busy(ms)); l != Constrained {
+			t.Fatalf("at %d ms with the CPU still busy = %s, want constrained", ms, l)
+		}
+	}
+	if st := c.Status(at(98000)); st.Reason != ReasonCPUStall {
+		t.Fatalf("reason = %s, want cpu_stall", st.Reason)
+	}
+}
+
+// Any other soft signal in the first sample keeps admission closed, as
+// DevGuard's first healthy sample rule does.
+func TestFirstSampleWithASoftSignalOtherThanCPUStaysClosed(t *testing.T) {
+	c := NewController()
+	s := sample(0)
+	s.MemAvailable = 3 * gib
+	s.CPUSomeBP = 10000
+	if st, _ := c.Observe(s, at(0)); st.Level != Critical {
+		t.Fatalf("first sample with memory low = %+v, want critical", st)
+	}
+}
+
+// A small state disk can admit: the watermarks scale down below 8 GiB,
+// and the reason says how much is free.
+func TestDiskWatermarksFitSmallFileSystems(t *testing.T) {
+	const mib = int64(1) << 20
+	small := func(ms int, free int64) Sample {
+		s := sample(ms)
+		s.DiskCapacity, s.DiskAvailable = 100*mib, free
+		return s
+	}
+	c := NewController()
+	if l := observe(t, c, small(0, 60*mib)); l != Normal {
+		t.Fatalf("60 MiB free of 100 = %s, want normal", l)
+	}
+	if l := observe(t, c, small(2000, 30*mib)); l != Normal {
+		t.Fatalf("30 MiB free of 100 = %s, want normal", l)
+	}
+	st, _ := c.Observe(small(4000, 25*mib), at(4000))
+	if st.Level != Critical || st.Reason != ReasonDiskFree {
+		t.Fatalf("25 MiB free of 100 = %+v, want critical, disk_free", st)
+	}
+	if got, want := st.Cause(), "state disk nearly full: 25 MiB free"; got != want {
+		t.Errorf("Cause() = %q, want %q", got, want)
+	}
+	for ms := 6000; ms < 40000; ms += 2000 {
+		if l := observe(t, c, small(ms, 45*mib)); l != Critical {
+			t.Fatalf("at %d ms with 45 MiB free = %s, want critical: not above the clear mark", ms, l)
+		}
+	}
+	for ms := 40000; ms < 70000; ms += 2000 {
+		observe(t, c, small(ms, 51*mib))
+	}
+	if l := observe(t, c, small(72000, 51*mib)); l == Critical {
+		t.Fatalf("after 30 s with 51 MiB free = %s, want recovering out of critical", l)
+	}
+	for _, tc := range []struct {
+		capacity, critical, clear int64
+	}{
+		{100 * mib, 25 * mib, 50 * mib},
+		{4 * gib, gib, 2 * gib},
+		{8 * gib, 2 * gib, 4 * gib},
+		{100 * gib, 5 * gib, 10 * gib}, // DevGuard's, unchanged
+	} {
+		if got := diskCritical(tc.capacity); got != tc.critical {
+			t.Errorf("diskCritical(%d) = %d, want %d", tc.capacity, got, tc.critical)
+		}
+		if got := diskClear(tc.capacity); got != tc.clear {
+			t.Errorf("diskClear(%d) = %d, want %d", tc.capacity, got, tc.clear)
+		}
+	}
+}
+
+func TestCauseSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		st   Status
+		want string
+	}{
+		{Status{Reason: ReasonCPUStall}, "cpu pressure"},
+		{Status{Reason: ReasonMemoryAvailable, MemAvailable: 512 << 20}, "memory low: 512 MiB available"},
+		{Status{Reason: ReasonDiskFree, DiskAvailable: 3 << 20}, "state disk nearly full: 3 MiB free"},
+		{Status{Reason: ReasonDiskFree, DiskAvailable: 4000}, "state disk nearly full: 4000 bytes free"},
+		{Status{Reason: ReasonNotSampled}, "pressure not sampled yet"},
+		{NotMonitored.Status(t0), "pressure not monitored"},
+	} {
+		if got := tc.st.Cause(); got != tc.want {
+			t.Errorf("%s.Cause() = %q, want %q", tc.st.Reason, got, tc.want)
+		}
+	}
+}

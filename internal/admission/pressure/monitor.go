@@ -48,6 +48,10 @@ type MonitorConfig struct {
 	Clock clock.Clock
 	// Slow and Fast default to DefaultSlow and DefaultFast.
 	Slow, Fast time.Duration
+	// OnLevel, when set, is called from Run's goroutine after a sample
+	// changed the level, with the status before and after: what an
+	// event marks.
+	OnLevel func(from, to Status)
 }
 
 // Monitor samples the host, event-driven where PSI triggers work, and
@@ -60,6 +64,7 @@ type Monitor struct {
 	clock    clock.Clock
 	slow     time.Duration
 	fast     time.Duration
+	onLevel  func(from, to Status)
 
 	// closer releases what the monitor holds (its PSI triggers), if any.
 	closer io.Closer
@@ -82,6 +87,7 @@ func NewMonitor(cfg MonitorConfig) *Monitor {
 		clock:    cfg.Clock,
 		slow:     cfg.Slow,
 		fast:     cfg.Fast,
+		onLevel:  cfg.OnLevel,
 	}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
@@ -179,6 +185,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) sample(ctx context.Context, lag time.Duration) {
 	s, err := m.sampler.Sample(ctx)
 	now := m.clock.Now()
+	from := m.ctrl.Status(now)
+	defer func() {
+		if to := m.ctrl.Status(now); to.Level != from.Level && m.onLevel != nil {
+			m.onLevel(from, to)
+		}
+	}()
 	if err != nil {
 		m.ctrl.Failed(now, ReasonSamplingFailed)
 		return

@@ -60,6 +60,7 @@ type monitorRig struct {
 	sampler *fakeSampler
 	trig    *fakeTriggers
 	armed   chan time.Duration
+	levels  chan [2]Status // OnLevel's calls
 	cancel  func()
 	done    chan error
 }
@@ -75,9 +76,11 @@ func startMonitor(t *testing.T) *monitorRig {
 		sampler: &fakeSampler{s: healthy()},
 		trig:    &fakeTriggers{fire: make(chan struct{}), fail: make(chan error)},
 		armed:   make(chan time.Duration, 64),
+		levels:  make(chan [2]Status, 64),
 		done:    make(chan error, 1),
 	}
-	r.m = NewMonitor(MonitorConfig{Sampler: r.sampler, Triggers: r.trig, Clock: r.clock})
+	r.m = NewMonitor(MonitorConfig{Sampler: r.sampler, Triggers: r.trig, Clock: r.clock,
+		OnLevel: func(from, to Status) { r.levels <- [2]Status{from, to} }})
 	r.m.onArm = func(d time.Duration) { r.armed <- d }
 	ctx, cancel := context.WithCancel(t.Context())
 	r.cancel = cancel
@@ -207,5 +210,37 @@ func TestLostTriggersFallBackToTheTimer(t *testing.T) {
 	r.next(t)
 	if st := r.m.Status(r.clock.Now()); st.Level != Normal {
 		t.Fatalf("status = %s, want normal from timer samples", st.Level)
+	}
+}
+
+// OnLevel hears each change of the level, after the sample that made
+// it, and nothing in between.
+func TestMonitorReportsEachLevelChange(t *testing.T) {
+	r := startMonitor(t)
+	r.next(t)
+	want := func(from, to Level, reason Reason) {
+		t.Helper()
+		select {
+		case got := <-r.levels:
+			if got[0].Level != from || got[1].Level != to || got[1].Reason != reason {
+				t.Fatalf("OnLevel(%s, %s/%s), want (%s, %s/%s)", got[0].Level, got[1].Level, got[1].Reason, from, to, reason)
+			}
+		default:
+			t.Fatalf("no OnLevel call, want %s → %s", from, to)
+		}
+	}
+	want(Critical, Normal, ReasonNone)
+	disk := healthy()
+	disk.DiskAvailable = gib
+	r.sampler.set(disk, nil)
+	r.clock.Step(DefaultSlow)
+	r.next(t)
+	want(Normal, Critical, ReasonDiskFree)
+	r.clock.Step(DefaultFast)
+	r.next(t)
+	select {
+	case got := <-r.levels:
+		t.Fatalf("OnLevel(%+v) without a change of level", got)
+	default:
 	}
 }

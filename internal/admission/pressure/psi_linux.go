@@ -116,11 +116,12 @@ func readMeminfo(path string) (total, available int64, err error) {
 }
 
 // NewHostMonitor returns the monitor of this host for the state directory
-// stateDir (cgroup2 is the cgroup2 mount, or empty): woken by PSI
+// stateDir (cgroup2 is the cgroup2 mount, or empty; onLevel as
+// MonitorConfig.OnLevel): woken by PSI
 // triggers where the kernel accepts them, on its timer alone where it
 // does not (EventDriven says which).
-func NewHostMonitor(stateDir, cgroup2 string) *Monitor {
-	cfg := MonitorConfig{Sampler: NewHostSampler(stateDir, cgroup2)}
+func NewHostMonitor(stateDir, cgroup2 string, onLevel func(from, to Status)) *Monitor {
+	cfg := MonitorConfig{Sampler: NewHostSampler(stateDir, cgroup2), OnLevel: onLevel}
 	tr, err := OpenTriggers(DefaultTriggerSpecs(cgroup2))
 	if err == nil {
 		cfg.Triggers = tr

@@ -82,7 +82,7 @@ func TestTriggerFiresOnARealStall(t *testing.T) {
 // The monitor on this host's real signals: event-driven, sampled, and
 // closed again once stopped.
 func TestHostMonitorRunsEventDriven(t *testing.T) {
-	m := NewHostMonitor(t.TempDir(), cgroup2(t))
+	m := NewHostMonitor(t.TempDir(), cgroup2(t), nil)
 	defer m.Close()
 	armed := make(chan time.Duration, 16)
 	m.onArm = func(d time.Duration) { armed <- d }

@@ -51,6 +51,6 @@ func (t *PSITriggers) Run(context.Context, chan<- struct{}) error {
 
 // NewHostMonitor returns a monitor whose sampler fails: admission stays
 // closed on this platform unless capacity pressure is not monitored.
-func NewHostMonitor(stateDir, cgroup2 string) *Monitor {
-	return NewMonitor(MonitorConfig{Sampler: NewHostSampler(stateDir, cgroup2)})
+func NewHostMonitor(stateDir, cgroup2 string, onLevel func(from, to Status)) *Monitor {
+	return NewMonitor(MonitorConfig{Sampler: NewHostSampler(stateDir, cgroup2), OnLevel: onLevel})
 }

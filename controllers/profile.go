@@ -131,6 +131,13 @@ func (r *profileReconciler) deleted(ctx context.Context, key reconcile.Key) (rec
 	}
 	err := r.backend.RemoveSlice(ctx, name)
 	switch {
+	case errors.Is(err, cgroup.ErrBusy) && len(r.scopesOf(name)) == 0:
+		// No scope of it is known, yet the slice is busy: the tree moved
+		// on since the store was told (a scope removed by the agent
+		// controller a moment ago, its event not yet applied), and no
+		// later event need come. Retry with the error's short backoff
+		// rather than wait for the interval.
+		return reconcile.Result{}, fmt.Errorf("deleted profile %q: no scope of it is known: %w", name, err)
 	case errors.Is(err, cgroup.ErrBusy):
 		// Scopes remain: their changes enqueue the profile again; the
 		// interval catches a child group that is not a scope.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -312,5 +313,53 @@ func TestProfileLimitNotEnforced(t *testing.T) {
 	}
 	if got, want := reasons(h.events(key)), []string{"Warning:LimitNotEnforced"}; !equalStrings(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
+	}
+}
+
+// busyOnce is the real backend whose first RemoveSlice reports the slice
+// busy although it is empty: what a removal sees when the tree moved on
+// before the store heard of it, with no later event to come.
+type busyOnce struct {
+	cgroup.Backend
+	busy atomic.Bool
+}
+
+func (b *busyOnce) RemoveSlice(ctx context.Context, profile string) error {
+	if b.busy.CompareAndSwap(true, false) {
+		return fmt.Errorf("slice of profile %q: %w", profile, cgroup.ErrBusy)
+	}
+	return b.Backend.RemoveSlice(ctx, profile)
+}
+
+// A deleted profile whose slice is busy while no scope of it is known is
+// retried at once, not after the relist interval: nothing else would
+// bring it back.
+func TestProfileDeletedBusySliceWithoutScopesIsRetried(t *testing.T) {
+	busy := &busyOnce{}
+	busy.busy.Store(true)
+	h := newHarness(t, harnessOptions{
+		interval: time.Hour, // far beyond the test's deadline
+		wrap: func(b cgroup.Backend) cgroup.Backend {
+			busy.Backend = b
+			return busy
+		},
+	})
+	h.declare(profile("coder", v1alpha1.OrphansKeep, nil))
+	h.start()
+	key := controllers.ProfileKey("coder")
+	h.waitFor("profile coder Ready", func() bool {
+		st, _ := h.s.Profiles.Get(key)
+		return cond(st.Conditions, v1alpha1.ConditionReady).Status == v1alpha1.ConditionTrue
+	})
+	h.s.Desired.Delete(key)
+	h.waitFor("profile status gone with its slice", func() bool {
+		_, ok := h.s.Profiles.Get(key)
+		return !ok
+	})
+	if busy.busy.Load() {
+		t.Error("RemoveSlice was never asked")
+	}
+	if exists(h.slicePath("coder")) {
+		t.Error("slice left behind")
 	}
 }

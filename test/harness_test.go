@@ -117,9 +117,11 @@ func newDaemon(t testing.TB) *daemon {
 func (d *daemon) start(extra ...string) {
 	t := d.t
 	t.Helper()
+	// No test here is about pressure: the host's load (PSI, a busy CI
+	// machine) must not decide what is admitted.
 	args := append([]string{
 		"--config-dir", d.config, "--state-dir", d.state, "--socket", d.socket,
-		"--backend", "cgroupfs", "--cgroup-root", d.root,
+		"--backend", "cgroupfs", "--cgroup-root", d.root, "--pressure", "off",
 	}, extra...)
 	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
 	d.cmd = exec.Command(filepath.Join(bin, "marshald"), args...)

@@ -112,10 +112,16 @@ type AdmissionStatus struct {
 	Committed Amounts `json:"committed"`
 	// Free is Target minus Committed, never negative.
 	Free Amounts `json:"free"`
-	// Pressure is normal, constrained or critical.
+	// Pressure is normal (Target is the whole Capacity), constrained
+	// (half of it) or critical (nothing new is admitted).
 	Pressure string `json:"pressure"`
 	// PressureReason names the signal behind Pressure.
 	PressureReason string `json:"pressureReason,omitempty"`
+	// PressureMessage says why in a few words: "cpu pressure", "state
+	// disk nearly full: 3 MiB free".
+	PressureMessage string `json:"pressureMessage,omitempty"`
+	// PressureSince is when Pressure last changed.
+	PressureSince time.Time `json:"pressureSince,omitzero"`
 	// Charged is the number of attempts holding a reservation.
 	Charged int64 `json:"charged"`
 }

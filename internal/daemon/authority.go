@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/cgroup"
@@ -22,7 +24,7 @@ import (
 // openAuthority opens the admission journal, creating it on the first
 // start of an empty state dir or when asked: after that, a missing journal
 // was lost, and starting a new one silently would forget reservations.
-func (d *Daemon) openAuthority(firstStart bool) error {
+func (d *Daemon) openAuthority(firstStart bool) (err error) {
 	path := d.cfg.journalFile()
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if !firstStart && !d.cfg.InitJournal {
@@ -35,11 +37,9 @@ func (d *Daemon) openAuthority(firstStart bool) error {
 		}
 		d.log.Info("created the admission journal", "path", path)
 	}
-	mounts, err := cgroup.ReadMounts()
-	if err != nil {
+	if d.pressure, err = d.newPressure(); err != nil {
 		return err
 	}
-	d.pressure = pressure.NewHostMonitor(d.cfg.StateDir, mounts.V2)
 	d.closers = append(d.closers, d.pressure.Close)
 	d.auth, err = admission.Open(path, admission.Options{Pressure: d.pressure})
 	if err != nil {
@@ -48,6 +48,121 @@ func (d *Daemon) openAuthority(firstStart bool) error {
 	d.closers = append(d.closers, d.auth.Close)
 	return nil
 }
+
+// pressureMonitor keeps admission's pressure level current while it runs.
+type pressureMonitor interface {
+	admission.PressureSource
+	Run(ctx context.Context) error
+	Close() error
+}
+
+// newPressure returns the pressure source cfg.Pressure names.
+func (d *Daemon) newPressure() (pressureMonitor, error) {
+	switch {
+	case d.cfg.Pressure == PressureOff:
+		return notMonitored{}, nil
+	case d.cfg.pressureSampler != nil:
+		return pressure.NewMonitor(pressure.MonitorConfig{Sampler: d.cfg.pressureSampler, OnLevel: d.levels.add}), nil
+	}
+	mounts, err := cgroup.ReadMounts()
+	if err != nil {
+		return nil, err
+	}
+	return pressure.NewHostMonitor(d.cfg.StateDir, mounts.V2, d.levels.add), nil
+}
+
+// notMonitored is --pressure=off: always normal, nothing to run.
+type notMonitored struct{}
+
+func (notMonitored) Status(now time.Time) pressure.Status { return pressure.NotMonitored.Status(now) }
+func (notMonitored) Close() error                         { return nil }
+func (notMonitored) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// levelChange is one change of the pressure level.
+type levelChange struct{ from, to pressure.Status }
+
+// levelChanges queues the pressure monitor's changes of level for
+// recordPressure: the monitor must not block on the event recorder, and
+// its first changes come before the config dir says which Host they
+// belong to.
+type levelChanges struct {
+	// mu guards pending.
+	mu      sync.Mutex
+	pending []levelChange
+	// wake holds at most one wake-up for recordPressure.
+	wake chan struct{}
+}
+
+func newLevelChanges() *levelChanges { return &levelChanges{wake: make(chan struct{}, 1)} }
+
+// add queues a change; it is the monitor's OnLevel.
+func (l *levelChanges) add(from, to pressure.Status) {
+	l.mu.Lock()
+	l.pending = append(l.pending, levelChange{from, to})
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *levelChanges) take() []levelChange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.pending
+	l.pending = nil
+	return p
+}
+
+// recordPressure records an event on the Host for each change of the
+// pressure level, once the config dir is declared, until ctx ends. The
+// first sample opening admission whole, which every start has, records
+// nothing.
+func (d *Daemon) recordPressure(ctx context.Context) {
+	select {
+	case <-d.source.Synced():
+	case <-ctx.Done():
+		return
+	}
+	for {
+		for _, c := range d.levels.take() {
+			d.recordLevel(c.from, c.to)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.levels.wake:
+		}
+	}
+}
+
+func (d *Daemon) recordLevel(from, to pressure.Status) {
+	key := controllers.HostKey(controllers.LocalHost)
+	if hosts := d.stores.Desired.List(v1alpha1.KindHost); len(hosts) > 0 {
+		key = controllers.HostKey(hosts[0].GetObjectMeta().Name)
+	}
+	switch to.Level {
+	case pressure.Normal:
+		if from.Reason != pressure.ReasonNotSampled {
+			d.recorder.Normal(key, ReasonPressureNormal, "pressure cleared: the admission target is the whole work capacity")
+		}
+	case pressure.Constrained:
+		d.recorder.Warning(key, ReasonPressureConstrained, to.Cause()+": the admission target is half the work capacity")
+	default:
+		d.recorder.Warning(key, ReasonPressureCritical, to.Cause()+": the admission target is zero, nothing new is admitted")
+	}
+	d.view.changed[v1alpha1.KindHost].notify()
+}
+
+// Reasons of the Host's pressure events.
+const (
+	ReasonPressureNormal      = "PressureNormal"
+	ReasonPressureConstrained = "PressureConstrained"
+	ReasonPressureCritical    = "PressureCritical"
+)
 
 // wireAuthority keeps the authority's inputs equal to the declared Host
 // and to what the host controller probed.
@@ -94,15 +209,17 @@ func (d *Daemon) setPlan(k reconcile.Key) {
 func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
 	s := d.auth.Snapshot()
 	st := &v1alpha1.AdmissionStatus{
-		Capacity:       amounts(s.Capacity),
-		Target:         amounts(s.Target),
-		Committed:      amounts(s.Committed),
-		Free:           amounts(s.Free),
-		Pressure:       string(s.Pressure.Level),
-		PressureReason: string(s.Pressure.Reason),
-		Charged:        int64(s.Charged),
-		Ready:          s.Ready,
-		NotReady:       string(s.NotReady),
+		Capacity:        amounts(s.Capacity),
+		Target:          amounts(s.Target),
+		Committed:       amounts(s.Committed),
+		Free:            amounts(s.Free),
+		Pressure:        string(s.Pressure.Level),
+		PressureReason:  string(s.Pressure.Reason),
+		PressureMessage: s.Pressure.Cause(),
+		PressureSince:   s.Pressure.Since,
+		Charged:         int64(s.Charged),
+		Ready:           s.Ready,
+		NotReady:        string(s.NotReady),
 	}
 	return st
 }

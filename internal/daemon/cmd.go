@@ -62,6 +62,7 @@ Stopping marshald never stops the agents it launched.`,
 	f.DurationVar(&cfg.Relist, "relist-interval", cfg.Relist, "interval of the periodic relist and drift checks")
 	f.BoolVar(&cfg.InitJournal, "init-journal", false, "create the admission journal if it is missing (only needed after it was lost)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "also serve /metrics on this loopback address, such as 127.0.0.1:9469")
+	f.StringVar(&cfg.Pressure, "pressure", cfg.Pressure, "where admission's pressure level comes from: host (PSI, available memory, the state disk) or off (the whole work capacity, always)")
 	cmd.Version = version.Get().String()
 	cmd.SetVersionTemplate("marshald {{.Version}}\n")
 	cmd.SetArgs(args)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/client"
 )
 
@@ -46,12 +47,26 @@ type Config struct {
 	// MetricsAddress, when set, also serves /metrics on this loopback TCP
 	// address.
 	MetricsAddress string
+	// Pressure is where admission's pressure level comes from: host (the
+	// host's PSI, MemAvailable and the state disk) or off (always
+	// normal: the target is the whole work capacity).
+	Pressure string
+
+	// pressureSampler, when set, replaces the host's signals under the
+	// host pressure monitor: how tests inject pressure.
+	pressureSampler pressure.Sampler
 }
+
+// Pressure sources.
+const (
+	PressureHost = "host"
+	PressureOff  = "off"
+)
 
 // DefaultConfig returns the defaults of the mode that euid implies, from
 // the XDG directories in the environment in user mode.
 func DefaultConfig(euid int, getenv func(string) string) (Config, error) {
-	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second}
+	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second, Pressure: PressureHost}
 	if euid == 0 {
 		c.Mode = ModeSystem
 		c.ConfigDir = "/etc/marshal/manifests.d"
@@ -104,6 +119,11 @@ func (c Config) Validate() error {
 	case "text", "json":
 	default:
 		errs = append(errs, fmt.Errorf("--log-format %q: want text or json", c.LogFormat))
+	}
+	switch c.Pressure {
+	case "", PressureHost, PressureOff:
+	default:
+		errs = append(errs, fmt.Errorf("--pressure %q: want host or off", c.Pressure))
 	}
 	if c.CgroupRoot == "" || c.CgroupRoot[0] != '/' {
 		errs = append(errs, fmt.Errorf("--cgroup-root %q: want a path starting with /", c.CgroupRoot))

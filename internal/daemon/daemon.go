@@ -18,7 +18,6 @@ import (
 
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/admission"
-	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
@@ -40,7 +39,8 @@ type Daemon struct {
 
 	db        *state.DB
 	auth      *admission.Authority
-	pressure  *pressure.Monitor
+	pressure  pressureMonitor
+	levels    *levelChanges
 	metrics   *metrics.Metrics
 	recorder  *events.Recorder
 	backend   cgroup.Backend
@@ -76,7 +76,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err := cfg.absolute(); err != nil {
 		return nil, err
 	}
-	d := &Daemon{cfg: cfg, log: log, clock: clock.RealClock{}}
+	d := &Daemon{cfg: cfg, log: log, clock: clock.RealClock{}, levels: newLevelChanges()}
 	d.started = d.clock.Now().UTC().Truncate(time.Second)
 	defer func() {
 		if err != nil {
@@ -101,10 +101,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, fmt.Errorf("cgroup backend: %w", err)
 	}
 	d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
+	d.stores = controllers.NewStores()
 	if err := d.openAuthority(firstStart); err != nil {
 		return nil, err
 	}
-	d.stores = controllers.NewStores()
 	mounts, err := cgroup.ReadMounts()
 	if err != nil {
 		return nil, err
@@ -193,6 +193,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	start("admission", d.auth.Run)
 	start("launch", d.launcher.Run)
 	wg.Go(func() { d.followAdmission(ctx) })
+	wg.Go(func() { d.recordPressure(ctx) })
 	start("pressure", d.pressure.Run)
 	start("source", d.source.Start)
 	if d.metricsLn != nil {

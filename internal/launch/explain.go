@@ -70,7 +70,7 @@ func (l *Launcher) Explain(req Request) (Explanation, error) {
 		e.Unsupported = unsupported(x.Intent.Minimum, s.Plan)
 	}
 	if !e.Fits {
-		e.Shortage = shortage(x.Intent.Requested, s)
+		e.Shortage = shortage(x.Intent.Requested, s, l.clock.Now())
 	}
 	if s.Plan != nil && (x.Participation == v1alpha1.ParticipationRequired || x.Participation == v1alpha1.ParticipationOptional) {
 		e.Limits = planLimits(s.Plan.For(x.Intent.Minimum), x.Intent.Requested)

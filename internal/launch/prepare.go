@@ -10,6 +10,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
@@ -254,7 +255,7 @@ func (l *Launcher) denied(r admission.Record) *Refusal {
 	case admission.DenialPolicyUnsupported:
 		ref.Code, ref.Detail = CodePolicyUnsupported, unsupported(r.Intent.Minimum, s.Plan)
 	default:
-		ref.Code, ref.Detail = CodeResourceUnavailable, shortage(r.Intent.Requested, s)
+		ref.Code, ref.Detail = CodeResourceUnavailable, shortage(r.Intent.Requested, s, l.clock.Now())
 	}
 	ref.cause = fmt.Errorf("attempt %s denied %s", r.ID, r.Denial)
 	return ref
@@ -286,8 +287,10 @@ var resources = []resource{
 }
 
 // shortage names the first resource whose request does not fit what is
-// free: "memory_bytes requested N, free F of T", T being the target.
-func shortage(req admission.Budget, s admission.Snapshot) string {
+// free: "memory_bytes requested N, free F of T", T being the target, and
+// when pressure scales the target, why and since when: "(cpu pressure:
+// target 750 of 1500 since 12s)".
+func shortage(req admission.Budget, s admission.Snapshot, now time.Time) string {
 	pick := resources[0]
 	for _, r := range resources {
 		if r.get(req) > r.get(s.Free) {
@@ -295,7 +298,20 @@ func shortage(req admission.Budget, s admission.Snapshot) string {
 			break
 		}
 	}
-	return fmt.Sprintf("%s requested %d, free %d of %d", pick.quantity, pick.get(req), pick.get(s.Free), pick.get(s.Target))
+	msg := fmt.Sprintf("%s requested %d, free %d of %d", pick.quantity, pick.get(req), pick.get(s.Free), pick.get(s.Target))
+	if s.Pressure.Level != pressure.Normal {
+		msg += fmt.Sprintf(" (%s: target %d of %d%s)", s.Pressure.Cause(), pick.get(s.Target), pick.get(s.Capacity), since(s.Pressure.Since, now))
+	}
+	return msg
+}
+
+// since says how long ago t was, in whole seconds: " since 12s", or
+// nothing when t is unknown.
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" since %s", max(now.Sub(t), 0).Truncate(time.Second))
 }
 
 // unsupported names the first resource whose minimum is above the plan:

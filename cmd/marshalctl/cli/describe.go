@@ -79,6 +79,13 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 			return "", fmt.Errorf("reading %s status: %w", res.Kind, err)
 		}
 	}
+	var admission *v1alpha1.AdmissionStatus
+	if raw, ok := status["admission"]; ok && res.Kind == v1alpha1.KindHost {
+		if err := json.Unmarshal(raw, &admission); err != nil {
+			return "", fmt.Errorf("reading %s admission: %w", res.Kind, err)
+		}
+		delete(status, "admission")
+	}
 	var conds []v1alpha1.Condition
 	if raw, ok := status["conditions"]; ok {
 		if err := json.Unmarshal(raw, &conds); err != nil {
@@ -112,6 +119,9 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 			return "", err
 		}
 	}
+	if admission != nil {
+		describeAdmission(&b, admission)
+	}
 
 	if len(conds) == 0 {
 		field("Conditions", "<none>")
@@ -136,6 +146,31 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 		newTable("TYPE", "REASON", "AGE", "MESSAGE").write(&b, "  ", rows)
 	}
 	return b.String(), nil
+}
+
+// describeAdmission writes a Host's admission: whether the authority
+// decides, the pressure level and why, and each resource's capacity,
+// target, committed and free amounts.
+func describeAdmission(b *strings.Builder, a *v1alpha1.AdmissionStatus) {
+	b.WriteString("Admission:\n")
+	ready := "True"
+	if !a.Ready {
+		ready = "False (" + orDash(a.NotReady) + ")"
+	}
+	fmt.Fprintf(b, "  %-10s%s\n", "Ready:", ready)
+	pressure := orDash(a.Pressure)
+	if !a.PressureSince.IsZero() {
+		pressure += " since " + age(a.PressureSince)
+	}
+	if a.PressureMessage != "" {
+		pressure += ": " + a.PressureMessage
+	}
+	fmt.Fprintf(b, "  %-10s%s\n", "Pressure:", pressure)
+	newTable("RESOURCE", "CAPACITY", "TARGET", "COMMITTED", "FREE").write(b, "  ", [][]string{
+		{"cpu", cpu(a.Capacity.CPUMilli), cpu(a.Target.CPUMilli), cpu(a.Committed.CPUMilli), cpu(a.Free.CPUMilli)},
+		{"memory", bytesIEC(a.Capacity.MemoryBytes), bytesIEC(a.Target.MemoryBytes), bytesIEC(a.Committed.MemoryBytes), bytesIEC(a.Free.MemoryBytes)},
+		{"tasks", fmt.Sprint(a.Capacity.Tasks), fmt.Sprint(a.Target.Tasks), fmt.Sprint(a.Committed.Tasks), fmt.Sprint(a.Free.Tasks)},
+	})
 }
 
 // yamlSection writes "Title:" and the JSON value data as YAML indented

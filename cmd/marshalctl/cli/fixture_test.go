@@ -87,7 +87,15 @@ func fixture() []any {
 		{Resource: "memory", Level: v1alpha1.LevelKernel, Method: "cgroup_v1", Controller: "memory.limit_in_bytes"},
 		{Resource: "pids", Level: v1alpha1.LevelAccounted, Method: "accounting"},
 	}
-	host.Status.Admission = &v1alpha1.AdmissionStatus{Pressure: "normal"}
+	host.Status.Admission = &v1alpha1.AdmissionStatus{
+		Ready:     true,
+		Capacity:  v1alpha1.Amounts{CPUMilli: 1600, MemoryBytes: 8 << 30, Tasks: 4096},
+		Target:    v1alpha1.Amounts{CPUMilli: 800, MemoryBytes: 4 << 30, Tasks: 2048},
+		Committed: v1alpha1.Amounts{CPUMilli: 250, MemoryBytes: 256 << 20, Tasks: 32},
+		Free:      v1alpha1.Amounts{CPUMilli: 550, MemoryBytes: 4<<30 - 256<<20, Tasks: 2016},
+		Pressure:  "constrained", PressureReason: "cpu_stall", PressureMessage: "cpu pressure",
+		PressureSince: ago(12 * time.Second), Charged: 1,
+	}
 	host.Status.Conditions = []v1alpha1.Condition{{Type: v1alpha1.ConditionReady, Status: v1alpha1.ConditionTrue, Reason: "CapacityKnown", LastTransitionTime: ago(6 * 24 * time.Hour)}}
 
 	agent := &v1alpha1.Agent{

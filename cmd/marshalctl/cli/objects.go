@@ -200,7 +200,7 @@ func workspaceCells(data json.RawMessage, wide, extra bool) ([]string, error) {
 func hostHeader(wide, _ bool) []string {
 	h := []string{"NAME", "CPU", "MEMORY", "TASKS", "BACKEND", "AGE"}
 	if wide {
-		h = append(h, "PRESSURE", "ENFORCEMENT")
+		h = append(h, "PRESSURE", "TARGET", "ENFORCEMENT")
 	}
 	return h
 }
@@ -214,13 +214,31 @@ func hostCells(data json.RawMessage, wide, _ bool) ([]string, error) {
 	r := []string{h.Metadata.Name, amount(c.CPUMilli, cpu), amount(c.MemoryBytes, bytesIEC),
 		amount(c.Tasks, func(n int64) string { return fmt.Sprint(n) }), orDash(h.Status.Backend), age(h.Metadata.CreationTimestamp)}
 	if wide {
-		pressure := "-"
+		pressure, target := "-", "-"
 		if a := h.Status.Admission; a != nil {
-			pressure = orDash(a.Pressure)
+			pressure, target = pressureCell(a), targetCell(a)
 		}
-		r = append(r, pressure, enforcement(h.Status.Enforcement))
+		r = append(r, pressure, target, enforcement(h.Status.Enforcement))
 	}
 	return r, nil
+}
+
+// pressureCell is the level and, unless it is normal, why and for how
+// long: "constrained (cpu pressure, 12s)".
+func pressureCell(a *v1alpha1.AdmissionStatus) string {
+	if a.Pressure == "" || a.Pressure == "normal" || a.PressureMessage == "" {
+		return orDash(a.Pressure)
+	}
+	return fmt.Sprintf("%s (%s, %s)", a.Pressure, a.PressureMessage, age(a.PressureSince))
+}
+
+// targetCell is the admission target of each resource against the work
+// capacity: "cpu=750m/1500m,memory=4GiB/8GiB,tasks=2048/4096".
+func targetCell(a *v1alpha1.AdmissionStatus) string {
+	return fmt.Sprintf("cpu=%s/%s,memory=%s/%s,tasks=%d/%d",
+		cpu(a.Target.CPUMilli), cpu(a.Capacity.CPUMilli),
+		bytesIEC(a.Target.MemoryBytes), bytesIEC(a.Capacity.MemoryBytes),
+		a.Target.Tasks, a.Capacity.Tasks)
 }
 
 func amount(n int64, format func(int64) string) string {

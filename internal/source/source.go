@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,7 +119,15 @@ func (s *Source) flush(ctx context.Context, b batch) {
 		}
 		s.moveRoot(res)
 	} else {
-		res = s.load.check(s.root, b.paths, s.decl.files)
+		// The files settling are looked at again: emptiness is believed
+		// at the second look.
+		paths := b.paths
+		for rel := range s.load.settling {
+			if !slices.Contains(paths, rel) {
+				paths = append(paths, rel)
+			}
+		}
+		res = s.load.check(s.root, paths, s.decl.files)
 	}
 	s.mu.Lock()
 	for rel, st := range res.restamped {

@@ -88,6 +88,21 @@ func TestTruncateThenWriteDoesNotDelete(t *testing.T) {
 	}
 }
 
+func TestFileLeftEmptyIsBelievedAfterSettle(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.yaml")
+	write(t, path, profile("a", 100))
+	write(t, filepath.Join(dir, "keep.yaml"), profile("keep", 1))
+	h := start(t, dir, nil)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.sink.waitFor(t, "a deleted", func() bool { return h.sink.get("Profile", "a") == nil })
+	if h.sink.get("Profile", "keep") == nil {
+		t.Error("keep was deleted with a")
+	}
+}
+
 func TestEmptiedDirIsHeld(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "manifests.d")

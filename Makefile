@@ -42,6 +42,7 @@ bench: ## run the benchmarks (BENCH=regexp PKGS=./path/...)
 fuzz: ## run each fuzz target for FUZZTIME
 	$(GO) test -run '^$$' -fuzz FuzzLoadBytes -fuzztime $(FUZZTIME) ./api/loader
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/scope
+	$(GO) test -run '^$$' -fuzz FuzzCompile -fuzztime $(FUZZTIME) ./internal/egress/policy
 
 .PHONY: generate
 generate: ## regenerate the manifest reference, JSON Schemas and CRDs from api/v1alpha1

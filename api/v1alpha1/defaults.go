@@ -34,6 +34,9 @@ func (p *Profile) Default() {
 	if p.Spec.Orphans == "" {
 		p.Spec.Orphans = OrphansKeep
 	}
+	if e := p.Spec.Egress; e != nil && e.Default == "" {
+		e.Default = EgressDeny
+	}
 }
 
 // Default fills omitted fields of the workspace. A root with redundant
@@ -74,5 +77,8 @@ func (w *Workspace) Default() {
 func (h *Host) Default() {
 	if h.Spec.PreparedTTL == nil {
 		h.Spec.PreparedTTL = &Duration{DefaultPreparedTTL}
+	}
+	if e := h.Spec.Egress; e != nil && e.Unscoped == "" {
+		e.Unscoped = EgressDeny
 	}
 }

@@ -65,7 +65,7 @@ func yamlType(t reflect.Type) string {
 		return "string"
 	case t.Kind() == reflect.Bool:
 		return "boolean"
-	case t.Kind() == reflect.Int64:
+	case t.Kind() == reflect.Int64, t.Kind() == reflect.Int32:
 		return "integer"
 	case t.Kind() == reflect.Slice:
 		return "list of " + yamlType(t.Elem())
@@ -111,8 +111,12 @@ func writeFields(b *bytes.Buffer, docs map[string]string, t reflect.Type, prefix
 			ft = ft.Elem()
 		}
 		fmt.Fprintf(b, "- `%s` (%s): %s\n", path, yamlType(f.Type), userDoc(f.Name, docs[t.Name()+"."+f.Name]))
-		if ft.Kind() == reflect.Struct && ft != durationType {
+		switch {
+		case ft.Kind() == reflect.Struct && ft != durationType:
 			writeFields(b, docs, ft, path+".")
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			// Each element's fields, as kubectl explain lists them.
+			writeFields(b, docs, ft.Elem(), path+"[].")
 		}
 	}
 }

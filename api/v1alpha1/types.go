@@ -107,6 +107,63 @@ type ProfileSpec struct {
 	// Orphans says what happens to live agents when the profile is
 	// deleted: "keep" them running or "stop" them. Default "keep".
 	Orphans OrphanPolicy `json:"orphans,omitempty"`
+	// Egress is where the profile's agents may connect through marshald's
+	// egress proxy, which every launch of the profile is pointed at
+	// (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY). Loopback, private (RFC 1918),
+	// link-local (cloud metadata), CGNAT and IPv6 unique-local addresses
+	// are refused unless the rule that allows them names the host without
+	// a wildcard or holds a CIDR that contains the address. Omitted: no
+	// proxy is offered and launches run as before.
+	Egress *EgressSpec `json:"egress,omitempty"`
+}
+
+// EgressAction is what an egress rule, or the default, does with a
+// connection.
+type EgressAction string
+
+const (
+	// EgressAllow lets the connection through.
+	EgressAllow EgressAction = "allow"
+	// EgressDeny refuses it.
+	EgressDeny EgressAction = "deny"
+)
+
+// EgressSpec is a profile's egress policy: rules tried in order, the
+// first that matches deciding, and a default for destinations no rule
+// matches. Loopback, private (RFC 1918), link-local (which holds cloud
+// metadata), CGNAT and IPv6 unique-local addresses are refused unless the
+// rule that allows them names the host exactly (no wildcard) or holds a
+// CIDR that contains the address.
+type EgressSpec struct {
+	// Default is what happens to a destination no rule matches: "deny" or
+	// "allow". Default "deny".
+	Default EgressAction `json:"default,omitempty"`
+	// Rules are tried in order; the first that matches a destination
+	// decides. Empty: the default decides everything.
+	Rules []EgressRule `json:"rules,omitempty"`
+}
+
+// EgressRule matches destinations by host name or address, and port. A
+// rule with neither hosts nor cidrs matches every destination on its
+// ports.
+type EgressRule struct {
+	// Action is "allow" or "deny". Required.
+	Action EgressAction `json:"action"`
+	// Hosts are host names, matched without regard to case: "github.com"
+	// is that name only; "*.github.com" any name that ends in
+	// ".github.com", at any depth, but not "github.com" itself; "*" any
+	// name. A host name never matches a destination given as an IP
+	// address; cidrs do. Lowercase RFC 1123 names, the leftmost label
+	// optionally "*".
+	Hosts []string `json:"hosts,omitempty"`
+	// CIDRs are address ranges ("10.20.0.0/16", "2001:db8::/32") matched
+	// against every address a destination resolves to, and against an
+	// IP address given as the destination. Written with no bits set
+	// beyond the prefix length.
+	CIDRs []string `json:"cidrs,omitempty"`
+	// Ports are the destination ports the rule matches, each from 1 to
+	// 65535. Empty: every port.
+	Ports []int32 `json:"ports,omitempty"`
 }
 
 // Limits caps the resources of a group of processes. Each field is
@@ -291,6 +348,17 @@ type HostSpec struct {
 	// launched before its reservation expires. A positive Go duration
 	// ("5s", "1m"). Default 5s.
 	PreparedTTL *Duration `json:"prepared_ttl,omitempty"`
+	// Egress is the host-wide policy of marshald's egress proxy.
+	Egress *HostEgressSpec `json:"egress,omitempty"`
+}
+
+// HostEgressSpec is what the egress proxy does beyond the profiles' rules.
+type HostEgressSpec struct {
+	// Unscoped is what the proxy does with a connection from a process
+	// that is in no scope marshald launched: "deny" (refused, and
+	// audited) or "allow" (let through to any destination outside the
+	// private ranges). Default "deny".
+	Unscoped EgressAction `json:"unscoped,omitempty"`
 }
 
 // Capacity is a host's reservable work capacity. Each field is optional;

@@ -98,6 +98,9 @@ func (p *Profile) Validate() ErrorList {
 		v.positive(lp.Child("memory_bytes"), l.MemoryBytes)
 		v.positive(lp.Child("tasks"), l.Tasks)
 	}
+	if e := p.Spec.Egress; e != nil {
+		v.egress(spec.Child("egress"), e)
+	}
 	v.status(!reflect.ValueOf(p.Status).IsZero())
 	return v.errs
 }
@@ -180,6 +183,9 @@ func (h *Host) Validate() ErrorList {
 	}
 	if d := h.Spec.PreparedTTL; d != nil && d.Duration <= 0 {
 		v.add(spec.Child("prepared_ttl"), "must be a positive duration, got %s", d.Duration)
+	}
+	if e := h.Spec.Egress; e != nil {
+		enum(&v, spec.Child("egress", "unscoped"), e.Unscoped, EgressDeny, EgressAllow)
 	}
 	v.status(!reflect.ValueOf(h.Status).IsZero())
 	return v.errs

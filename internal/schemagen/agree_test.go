@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -19,8 +20,8 @@ import (
 //
 // The draws stay clear of what the schema cannot tell, documented at the
 // rules: a duration beyond int64 nanoseconds or a positive fraction of a
-// nanosecond, and a float with an integral value (1.0), which JSON
-// Schema counts as an integer.
+// nanosecond, a CIDR with bits set beyond its prefix length, and a float
+// with an integral value (1.0), which JSON Schema counts as an integer.
 func TestSchemaAgreesWithTheLoader(t *testing.T) {
 	s := compileSchemas(t)
 	rapid.Check(t, func(t *rapid.T) {
@@ -147,6 +148,32 @@ var (
 		just(strings.Repeat("v", 63), nil, ""))
 	badLabel = just("-a", "a b", strings.Repeat("v", 64), 5, true)
 
+	validHost = rapid.OneOf(
+		anyOf(rapid.StringMatching(`(\*\.)?([a-z0-9]([-a-z0-9]{0,4}[a-z0-9])?\.){0,3}[a-z]([-a-z0-9]{0,4}[a-z0-9])?`)),
+		just("*", "github.com", "*.github.com", "localhost", "a", "x--y.example", "0.a1",
+			strings.Repeat("a", 63)+".com", strings.Repeat("a.", 126)+"a"))
+	badHost = just("", "*.", "GitHub.com", "git*.com", "github.com.", "10.0.0.1", "*.10.0.0.1", "*.*.example.com", "host.123",
+		"-a.com", "a-.com", "a..b", ".a", strings.Repeat("a", 64)+".com", strings.Repeat("a.", 127)+"a", "[::1]", "::1",
+		"é.com", "a b", nil, 5)
+
+	validCIDR = rapid.OneOf(
+		anyOf(rapid.Custom(func(t *rapid.T) string {
+			b := rapid.SliceOfN(rapid.Byte(), 4, 4).Draw(t, "ipv4")
+			return netip.PrefixFrom(netip.AddrFrom4([4]byte(b)), rapid.IntRange(0, 32).Draw(t, "bits")).Masked().String()
+		})),
+		anyOf(rapid.Custom(func(t *rapid.T) string {
+			b := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 0, 0, 1, 0xfe, 0xff}), 16, 16).Draw(t, "ipv6")
+			return netip.PrefixFrom(netip.AddrFrom16([16]byte(b)), rapid.IntRange(0, 128).Draw(t, "bits")).Masked().String()
+		})),
+		just("10.20.0.0/16", "0.0.0.0/0", "255.255.255.255/32", "::/0", "::1/128", "2001:db8::/32", "2001:DB8::/32",
+			"fe80::/10", "1:2:3:4:5:6:7:8/128", "0001::/16", "1::/16", "::2:0/112"))
+	badCIDR = just("", "banana", "10.0.0.0/33", "10.0.0.1", "010.0.0.0/8", "10.0.0.0/08", "10.0.0.0/-1", "::ffff:10.0.0.0/104",
+		"1:2:3:4:5:6:1.2.3.4/128", "1:::/64", ":::/0", "1:2:3:4:5:6:7:8:9/128", "fe80::%eth0/64", "::/129", "00001::/16",
+		"10.0.0.0 /8", nil, 10)
+
+	validPort = rapid.OneOf(anyOf(rapid.Int64Range(1, 65535)), just(int64(1), int64(65535), int64(443)))
+	badPort   = just(0, -1, 65536, int64(5000000000), "443", 1.5, nil, true)
+
 	validDuration = just("5s", "1m30s", "+1h", "0.5s", ".5ms", "1.s", "0s1ns", "1µs", "2μs", "3us", "10ns", "0h0m1s")
 	badDuration   = just("", "0", "0s", "-5s", "+0.0h", "5", "soon", "5 s", 5, map[string]any{"seconds": 5})
 )
@@ -251,7 +278,27 @@ func (d *drawer) profileSpec() map[string]any {
 	d.object(m, "limits", false, d.quantities("cpu_milli", "memory_bytes", "tasks"))
 	ov, ob := enum(v1alpha1.OrphansKeep, v1alpha1.OrphansStop)
 	d.field(m, "orphans", false, ov, ob)
+	d.object(m, "egress", false, d.egress)
 	d.extra(m, "isolatoin")
+	return m
+}
+
+func (d *drawer) egress() map[string]any {
+	m := map[string]any{}
+	dv, db := enum(v1alpha1.EgressDeny, v1alpha1.EgressAllow, "")
+	d.field(m, "default", false, dv, db)
+	rule := anyOf(rapid.Custom(func(t *rapid.T) map[string]any {
+		r := map[string]any{}
+		av, ab := enum(v1alpha1.EgressAllow, v1alpha1.EgressDeny)
+		d.field(r, "action", true, av, ab)
+		d.field(r, "hosts", false, d.list(validHost, badHost), wrongType)
+		d.field(r, "cidrs", false, d.list(validCIDR, badCIDR), wrongType)
+		d.field(r, "ports", false, d.list(validPort, badPort), wrongType)
+		d.extra(r, "host")
+		return r
+	}))
+	d.field(m, "rules", false, d.list(rule, wrongType), wrongType)
+	d.extra(m, "rule")
 	return m
 }
 
@@ -302,6 +349,13 @@ func (d *drawer) hostSpec() map[string]any {
 	m := map[string]any{}
 	d.object(m, "capacity", false, d.quantities("cpu_milli", "memory_bytes", "tasks"))
 	d.field(m, "prepared_ttl", false, validDuration, badDuration)
+	d.object(m, "egress", false, func() map[string]any {
+		e := map[string]any{}
+		v, b := enum(v1alpha1.EgressDeny, v1alpha1.EgressAllow, "")
+		d.field(e, "unscoped", false, v, b)
+		d.extra(e, "address")
+		return e
+	})
 	d.extra(m, "ttl")
 	return m
 }

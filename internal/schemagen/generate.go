@@ -274,7 +274,7 @@ func (g *generator) applyRules(full map[string]defs) error {
 }
 
 // resolve finds the field at a dotted path from the kind's definition,
-// following references.
+// following references and the elements of lists.
 func resolve(d defs, kind, fieldPath string) (target, error) {
 	node := d[kind]
 	segs := strings.Split(fieldPath, ".")
@@ -287,6 +287,10 @@ func resolve(d defs, kind, fieldPath string) (target, error) {
 			return target{parent: node, name: seg}, nil
 		}
 		next := props.sub(seg)
+		if next.str("type") == "array" && next.sub("items") != nil {
+			// A list of objects: the path goes on in its elements.
+			next = next.sub("items")
+		}
 		if ref := next.str("$ref"); ref != "" {
 			next = d[strings.TrimPrefix(ref, "#/$defs/")]
 		}

@@ -62,6 +62,29 @@ const (
 	nonZeroDuration  = `(([0-9]*[1-9][0-9]*(\.[0-9]*)?|[0-9]*\.[0-9]*[1-9][0-9]*)` + durationUnit + `)`
 	anyDuration      = `(([0-9]+(\.[0-9]*)?|\.[0-9]+)` + durationUnit + `)`
 	durationUnit     = `(ns|us|µs|μs|ms|s|m|h)`
+
+	// hostPattern is v1alpha1.ValidateHostPattern: "*", or an optional
+	// "*." and lowercase RFC 1123 labels of at most 63 bytes, the last
+	// starting with a letter (which refuses every IPv4 address), with
+	// maxLength MaxHostLength.
+	hostPattern = `^(\*|(\*\.)?(` + hostLabel + `\.)*[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$`
+	hostLabel   = `[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?`
+	// cidr is v1alpha1.ValidateCIDR, but for the bits set beyond the
+	// prefix length, which no pattern tells: an IPv4 prefix as
+	// netip.ParsePrefix reads it (no leading zeros), or an IPv6 one in
+	// hexadecimal, in any of the forms '::' allows.
+	cidr  = `^(` + ipv4 + `/(3[0-2]|[12]?[0-9])|` + ipv6 + `/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`
+	ipv4  = `((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`
+	hex16 = `[0-9A-Fa-f]{1,4}`
+	ipv6  = `((` + hex16 + `:){7}` + hex16 +
+		`|(` + hex16 + `:){1,7}:` +
+		`|(` + hex16 + `:){1,6}:` + hex16 +
+		`|(` + hex16 + `:){1,5}(:` + hex16 + `){1,2}` +
+		`|(` + hex16 + `:){1,4}(:` + hex16 + `){1,3}` +
+		`|(` + hex16 + `:){1,3}(:` + hex16 + `){1,4}` +
+		`|(` + hex16 + `:){1,2}(:` + hex16 + `){1,5}` +
+		`|` + hex16 + `:(:` + hex16 + `){1,6}` +
+		`|:((:` + hex16 + `){1,7}|:))`
 )
 
 var (
@@ -72,6 +95,10 @@ var (
 	quantity = rule{minimum: &one, maximum: &maxInt64}
 	// name is an object name, and a reference to one.
 	name = rule{pattern: dns1123Label, maxLength: v1alpha1.MaxNameLength}
+	// port is a TCP port.
+	minPort, maxPort int64 = v1alpha1.MinPort, v1alpha1.MaxPort
+	port                   = rule{minimum: &minPort, maximum: &maxPort}
+	egressAction           = enumOf(v1alpha1.EgressAllow, v1alpha1.EgressDeny)
 )
 
 func enumOf[T ~string](vs ...T) []string {
@@ -110,6 +137,11 @@ var rules = map[string]rule{
 	"Profile.spec.limits.memory_bytes": quantity,
 	"Profile.spec.limits.tasks":        quantity,
 	"Profile.spec.orphans":             {enum: enumOf(v1alpha1.OrphansKeep, v1alpha1.OrphansStop)},
+	"Profile.spec.egress.default":      {enum: egressAction},
+	"Profile.spec.egress.rules.action": {required: true, enum: egressAction},
+	"Profile.spec.egress.rules.hosts":  {items: &rule{pattern: hostPattern, maxLength: v1alpha1.MaxHostLength}},
+	"Profile.spec.egress.rules.cidrs":  {items: &rule{pattern: cidr}},
+	"Profile.spec.egress.rules.ports":  {items: &port},
 
 	"Workspace.spec":                    {required: true},
 	"Workspace.spec.root":               {required: true, pattern: absolutePath},
@@ -133,4 +165,5 @@ var rules = map[string]rule{
 	"Host.spec.capacity.memory_bytes": quantity,
 	"Host.spec.capacity.tasks":        quantity,
 	"Host.spec.prepared_ttl":          {pattern: positiveDuration},
+	"Host.spec.egress.unscoped":       {enum: egressAction},
 }

@@ -2,10 +2,9 @@
 // the daemon's unix socket, with one method per route. Failed requests
 // come back as *localapi.Error (use errors.As), and a daemon that cannot
 // be reached as *UnreachableError, whose message says what to do.
-// DefaultSocket and ResolveSocket say where the socket is, for the CLI
-// and the daemon alike. Dial gives the connection every request uses to
-// a caller that writes its own request, as marshalctl run does, and
-// reads the answer for it.
+// Package localapi says where the socket is (ResolveSocket). Dial gives
+// the connection every request uses to a caller that writes its own
+// request, as marshalctl run does, and reads the answer for it.
 //
 // It speaks HTTP/1.1 itself, one request per connection, without
 // net/http (see conn.go for why). It is not a general HTTP client: no

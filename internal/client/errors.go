@@ -12,9 +12,6 @@ var (
 	// ErrUnreachable is matched (errors.Is) by every *UnreachableError:
 	// no daemon answers on the socket.
 	ErrUnreachable = errors.New("marshald not reachable")
-	// ErrNoRuntimeDir is returned by DefaultSocket for a user without
-	// XDG_RUNTIME_DIR, where the user-mode socket lives.
-	ErrNoRuntimeDir = errors.New("XDG_RUNTIME_DIR is not set")
 	// ErrStreamEnded is returned by Watch and WatchEvents when the daemon
 	// ends a stream that the caller did not cancel: it stopped.
 	ErrStreamEnded = errors.New("marshald ended the stream")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
-	"github.com/marshal-dev/marshal/internal/client"
+	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
 // Modes.
@@ -89,7 +89,7 @@ func DefaultConfig(euid int, getenv func(string) string) (Config, error) {
 		c.ConfigDir = filepath.Join(configHome, "marshal", "manifests.d")
 		c.StateDir = filepath.Join(stateHome, "marshal")
 	}
-	sock, err := client.DefaultSocketFor(euid, getenv)
+	sock, err := localapi.DefaultSocketFor(euid, getenv)
 	if err != nil {
 		// Only an error when no --socket is given either; Validate says so.
 		sock = ""

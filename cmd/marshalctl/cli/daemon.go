@@ -20,7 +20,7 @@ type globals struct {
 // client returns a client of the daemon the flags and environment point
 // at.
 func (g *globals) client() (*client.Client, error) {
-	socket, err := client.ResolveSocket(g.socket)
+	socket, err := localapi.ResolveSocket(g.socket)
 	if err != nil {
 		return nil, &ExitError{Code: ExitFailure, Err: err}
 	}

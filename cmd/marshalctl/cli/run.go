@@ -174,7 +174,7 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 	if err != nil {
 		return err
 	}
-	socket, err := client.ResolveSocket(g.socket)
+	socket, err := localapi.ResolveSocket(g.socket)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}

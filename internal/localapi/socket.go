@@ -1,4 +1,4 @@
-package client
+package localapi
 
 import (
 	"fmt"
@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 )
 
-// Where the socket is.
+// Where the socket is. marshald listens, and marshalctl dials, where
+// these say, so that neither needs the other to find it.
 const (
 	// SocketEnv names the environment variable that overrides the
 	// default socket.
@@ -39,7 +40,7 @@ func DefaultSocketFor(euid int, getenv func(string) string) (string, error) {
 	return filepath.Join(dir, UserSocketName), nil
 }
 
-// ResolveSocket returns the socket to use: flag when set, else
+// ResolveSocket returns the socket a client uses: flag when set, else
 // $MARSHAL_SOCKET when set, else DefaultSocket.
 func ResolveSocket(flag string) (string, error) {
 	if flag != "" {

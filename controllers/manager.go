@@ -284,6 +284,11 @@ func (m *Manager) EnqueueAgent(scope string) { m.agents.Enqueue(AgentKey(scope))
 // name: its slots changed.
 func (m *Manager) EnqueueWorkspace(name string) { m.workspaces.Enqueue(WorkspaceKey(name)) }
 
+// Close releases what Setup opened (the watch of workspace roots), for a
+// manager that is never started, or whose Start has returned: Start
+// releases it too. Close may be called more than once.
+func (m *Manager) Close() error { return m.env.roots.Close() }
+
 // Controllers returns the four controllers, for their names and Stats.
 func (m *Manager) Controllers() []*reconcile.Controller {
 	return []*reconcile.Controller{m.profiles, m.workspaces, m.agents, m.hosts}

@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +14,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/apiserver/apiservertest"
-	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
@@ -45,24 +42,13 @@ func marshalctl(t *testing.T, prefix []string, args ...string) (*exec.Cmd, *byte
 	return cmd, &stdout, &stderr
 }
 
-// serveRun serves run requests with handle on a fresh socket until t
-// ends, and returns the socket.
-func serveRun(t *testing.T, handle http.HandlerFunc) string {
+// serveRun answers run requests with fn on a fresh socket until t ends,
+// and returns the socket.
+func serveRun(t *testing.T, fn apiservertest.RunFunc) string {
 	t.Helper()
-	srv := apiserver.New(apiservertest.NewDaemon(), apiserver.Options{})
-	srv.Handle("POST "+localapi.RunPath, handle)
-	dir, err := os.MkdirTemp("", "mctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "s")
-	ln, err := apiserver.Listen(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiservertest.ServeOn(t, srv, ln)
-	return socket
+	d := apiservertest.NewDaemon()
+	d.OnRun(fn)
+	return apiservertest.Serve(t, d, apiserver.Options{})
 }
 
 // An interrupt while marshald works on the run ends marshalctl with 130
@@ -78,15 +64,14 @@ func TestRunInterruptedBeforeTheAgentStarts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			asked := make(chan struct{})
 			wentAway := make(chan struct{})
-			socket := serveRun(t, func(w http.ResponseWriter, r *http.Request) {
-				// The server notices the caller leave once the body is read.
-				io.Copy(io.Discard, r.Body)
+			socket := serveRun(t, func(ctx context.Context, _ launch.Request, _ *launch.Process) (launch.Plan, error) {
 				close(asked)
 				select {
-				case <-r.Context().Done():
+				case <-ctx.Done():
 					close(wentAway)
 				case <-time.After(testutil.Deadline):
 				}
+				return launch.Plan{}, ctx.Err()
 			})
 			cmd, stdout, stderr := marshalctl(t, nil, "--socket", socket, "run", "-w", "web", "--", "/bin/true")
 			if err := cmd.Start(); err != nil {
@@ -121,16 +106,11 @@ func TestRunInterruptedBeforeTheAgentStarts(t *testing.T) {
 // is still ignored when it was.
 func TestRunAgentKeepsSignalDispositions(t *testing.T) {
 	root := t.TempDir()
-	socket := serveRun(t, func(w http.ResponseWriter, r *http.Request) {
-		var req localapi.RunRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		json.NewEncoder(w).Encode(localapi.RunResult{Plan: &localapi.ExecPlan{
+	socket := serveRun(t, func(_ context.Context, req launch.Request, _ *launch.Process) (launch.Plan, error) {
+		return launch.Plan{
 			Path: "/bin/cat", Argv: []string{"cat", "/proc/self/status"}, Env: req.Env, Dir: root,
 			ID: "3f9a0c1e5b7d4e2f8a6c0b1d3e5f7a9c", Scope: "marshal-coder-3f9a0c1e5b7d4e2f8a6c0b1d3e5f7a9c.scope",
-		}})
+		}, nil
 	})
 	for _, tc := range []struct {
 		name          string

@@ -140,6 +140,11 @@ func (b Budget) RemainingAfter(used Budget) Budget {
 // Half returns b halved in every resource, rounding down.
 func (b Budget) Half() Budget { return Budget{b.CPUMilli / 2, b.MemoryBytes / 2, b.Tasks / 2} }
 
+// Amounts is b as the API shows it.
+func (b Budget) Amounts() v1alpha1.Amounts {
+	return v1alpha1.Amounts{CPUMilli: b.CPUMilli, MemoryBytes: b.MemoryBytes, Tasks: b.Tasks}
+}
+
 func (b Budget) get(r cgroup.Resource) int64 {
 	switch r {
 	case cgroup.CPU:

@@ -4,12 +4,14 @@
 // daemon's own uid, root and, when configured, the members of one group;
 // everyone else gets 403 FORBIDDEN and nothing more.
 //
-// The server owns the wire: routes, methods, body limits, watch streams
-// and the mapping of errors to localapi codes. What the answers say comes
-// from a Daemon, which marshald implements; the server holds no state of
-// its own. Later routes (launch, metrics) are added with Handle and sit
-// behind the same peer check.
+// The server owns the wire, and is the only part of marshald that does:
+// every route and its method, body limits, watch streams, the pinning of
+// a run's caller, and the mapping of errors, refusals and attempt states
+// to localapi codes. What the answers say comes from a Daemon, which
+// marshald implements in the types of its own packages (launch.Plan,
+// launch.Refusal, …); the server holds no state of its own. A new route
+// is a method on Daemon and a handler here, behind the same peer check.
 //
-// It is not the daemon and not the client: it does not reconcile, write
-// manifests or decide policy, and package client is the other end.
+// It is not the daemon and not the client: it does not reconcile, launch,
+// write manifests or decide policy, and package client is the other end.
 package apiserver

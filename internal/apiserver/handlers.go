@@ -30,6 +30,11 @@ func (s *Server) routes() {
 	s.mux.Handle(localapi.DeletePath, s.only(http.MethodPost, s.delete))
 	s.mux.Handle(localapi.ConfirmEmptyPath, s.only(http.MethodPost, s.confirmEmpty))
 	s.mux.Handle(localapi.DoctorPath, s.only(http.MethodGet, s.doctor))
+	s.mux.Handle(localapi.RunPath, s.only(http.MethodPost, s.run))
+	s.mux.Handle(localapi.BackupPath, s.only(http.MethodGet, s.backup))
+	if s.opts.Metrics != nil {
+		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.metrics))
+	}
 }
 
 // only answers requests of method (any, when empty) with h and others
@@ -160,7 +165,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	var req localapi.ApplyRequest
-	if err := s.decode(w, r, &req); err != nil {
+	if err := s.decode(w, r, &req, s.maxBody); err != nil {
 		return err
 	}
 	res, err := s.d.Apply(r.Context(), req)
@@ -176,7 +181,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 	var req localapi.DeleteRequest
-	if err := s.decode(w, r, &req); err != nil {
+	if err := s.decode(w, r, &req, s.maxBody); err != nil {
 		return err
 	}
 	res, err := s.d.Delete(r.Context(), req)
@@ -199,10 +204,10 @@ func (s *Server) confirmEmpty(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// decode reads the request body as one JSON value into v, strictly and
-// at most maxBody bytes of it.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.maxBody))
+// decode reads the request body, to its end, as one JSON value into v,
+// strictly and at most limit bytes of it.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -224,16 +229,20 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 }
 
-// fail answers err with its status and code.
+// fail answers err with its status and code. An internal error is
+// logged with its cause, which the answer does not carry.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)
-	if status == http.StatusInternalServerError {
-		s.log.Error("local API: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
 	msg := err.Error()
 	var he *httpError
 	if errors.As(err, &he) {
 		msg = he.msg
+		if he.cause != nil {
+			err = he.cause
+		}
+	}
+	if status == http.StatusInternalServerError {
+		s.log.Error("local API: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeJSON(w, status, &localapi.Error{Code: code, Message: msg})
 }
@@ -264,12 +273,20 @@ type httpError struct {
 	status int
 	code   string
 	msg    string
+	// cause, when set, is logged and never answered.
+	cause error
 }
 
 func (e *httpError) Error() string { return e.code + ": " + e.msg }
 
 func apiError(status int, code, format string, args ...any) error {
 	return &httpError{status: status, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// internalError answers 500 INTERNAL with msg, a fixed phrase, and leaves
+// cause to the log: it may hold text of the system's or the authority's.
+func internalError(msg string, cause error) error {
+	return &httpError{status: http.StatusInternalServerError, code: localapi.CodeInternal, msg: msg, cause: cause}
 }
 
 // resource resolves a resource named in a path.

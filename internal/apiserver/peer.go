@@ -16,8 +16,6 @@ type peerKey struct{}
 // was accepted.
 type peer struct {
 	conn    *net.UnixConn
-	cred    identity.Cred
-	credOK  bool
 	allowed bool
 	// refusal says why the peer is not allowed, for the 403 body.
 	refusal string
@@ -42,7 +40,6 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 		p.refusal = "the caller's credentials could not be read"
 		return p
 	}
-	p.cred, p.credOK = cred, true
 	switch {
 	case cred.UID == 0, cred.UID == s.uid:
 		p.allowed = true
@@ -76,21 +73,10 @@ func (s *Server) refusal(cred identity.Cred) string {
 	return fmt.Sprintf("uid %d may not use this marshald: it serves %s; run marshalctl as one of them", cred.UID, who)
 }
 
-// PeerFrom returns the credentials of the process at the other end of the
-// request's connection, read with SO_PEERCRED when it connected. ok is
-// false outside a request the server answers.
-func PeerFrom(ctx context.Context) (cred identity.Cred, ok bool) {
-	p, _ := ctx.Value(peerKey{}).(*peer)
-	if p == nil || !p.credOK {
-		return identity.Cred{}, false
-	}
-	return p.cred, true
-}
-
-// PeerConn returns the request's connection, for a route that needs more
-// of the peer than its credentials (identity.PeerIdentity pins the peer
-// with a pidfd). The handler must not read from or write to it.
-func PeerConn(ctx context.Context) (*net.UnixConn, bool) {
+// peerConn returns the request's connection, for a route that needs more
+// of the peer than its credentials (launch.PinPeer pins the peer with a
+// pidfd). The handler must not read from or write to it.
+func peerConn(ctx context.Context) (*net.UnixConn, bool) {
 	p, _ := ctx.Value(peerKey{}).(*peer)
 	if p == nil || p.conn == nil {
 		return nil, false

@@ -126,10 +126,9 @@ func TestPeerCheck(t *testing.T) {
 			}
 			d := apiservertest.NewDaemon()
 			d.SetInfo(apiservertestInfo)
-			s := apiserver.New(d, apiserver.Options{AllowGID: tc.allowGID})
-			s.Handle("/metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s := apiserver.New(d, apiserver.Options{AllowGID: tc.allowGID, Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Write([]byte("marshal_agents_live 0\n"))
-			}))
+			})})
 			apiservertest.ServeOn(t, s, ln)
 
 			got := getAs(t, socket, tc.path, nobody, nogroup, tc.groups...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/httpserve"
+	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -58,6 +59,21 @@ type Daemon interface {
 	ConfirmEmpty(ctx context.Context) (bool, error)
 	// Doctor reports what this host can enforce and what is missing.
 	Doctor(ctx context.Context) localapi.Doctor
+	// Run launches caller, the process at the other end of the request's
+	// connection, as req asks: it returns the plan the caller execs, or
+	// a *launch.Refusal when the launch was refused before anything was
+	// started. Run takes caller, as launch.Launcher.Prepare does. ctx
+	// ends when the caller goes away.
+	Run(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error)
+	// Explain says what a run of req would mean and need, admitting and
+	// running nothing: a *launch.Refusal for a request a run would refuse
+	// before admission, an error wrapping launch.ErrNotRunning while the
+	// launch path is not running yet.
+	Explain(ctx context.Context, req launch.Request) (launch.Explanation, error)
+	// Backup returns a consistent copy of the admission journal as a file
+	// open for reading at its start, which no path names any more; the
+	// server closes it.
+	Backup(ctx context.Context) (*os.File, error)
 }
 
 // Options configure a Server.
@@ -73,13 +89,15 @@ type Options struct {
 	// ShutdownTimeout bounds the graceful shutdown; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Metrics, when set, answers GET /metrics (the Prometheus text
+	// format), behind the peer check like every other route.
+	Metrics http.Handler
 	// Logger receives refused peers and internal errors; nil discards
 	// them.
 	Logger *slog.Logger
 }
 
-// Server answers the local API. Create it with New, add routes with
-// Handle, run it with Serve.
+// Server answers the local API. Create it with New, run it with Serve.
 type Server struct {
 	d       Daemon
 	opts    Options
@@ -112,13 +130,6 @@ func New(d Daemon, opts Options) *Server {
 	}
 	s.routes()
 	return s
-}
-
-// Handle adds a route, with a pattern as http.ServeMux takes it
-// ("GET /v1/launch", "/metrics"). It sits behind the peer check like
-// every other route. Handle may be called while the server runs.
-func (s *Server) Handle(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, h)
 }
 
 // ServeHTTP answers one request: refused with 403 FORBIDDEN unless the

@@ -128,6 +128,15 @@ func TestRoutes(t *testing.T) {
 		{name: "delete", method: "POST", path: "/v1/delete", body: `{"kind":"Profile","name":"nope"}`, status: 200, want: `"action":"not_found"`},
 		{name: "confirm_empty", method: "POST", path: "/v1/confirm-empty", status: 200, want: `{"released":false}`},
 		{name: "doctor", method: "GET", path: "/v1/doctor", status: 200, want: `"backend":"cgroupfs"`},
+		{name: "run_wrong_method", method: "GET", path: "/v1/run", status: 405, want: "use POST"},
+		{name: "run_without_argv", method: "POST", path: "/v1/run", body: `{"workspace":"web","argv":[]}`, status: 400,
+			want: `{"code":"INVALID","message":"a run needs argv and a timeout that is not negative"}`},
+		{name: "run_negative_timeout", method: "POST", path: "/v1/run", body: `{"workspace":"web","argv":["true"],"timeoutMS":-1}`, status: 400,
+			want: `"code":"INVALID"`},
+		{name: "run_unknown_field", method: "POST", path: "/v1/run", body: `{"argv":["true"],"argz":[]}`, status: 400, want: `unknown field \"argz\"`},
+		{name: "run_empty_body", method: "POST", path: "/v1/run", status: 400, want: "request body is empty"},
+		{name: "backup_wrong_method", method: "POST", path: "/v1/admin/backup", status: 405, want: "use GET"},
+		{name: "metrics_not_served", method: "GET", path: "/metrics", status: 404, want: `"code":"NOT_FOUND"`},
 		{name: "unknown_route", method: "GET", path: "/v2/nothing", status: 404, want: `{"code":"NOT_FOUND","message":"no route /v2/nothing"}`},
 	}
 	for _, tc := range tests {
@@ -385,33 +394,5 @@ func TestServeFailsOnAClosedListener(t *testing.T) {
 	err = apiserver.New(apiservertest.NewDaemon(), apiserver.Options{}).Serve(t.Context(), ln)
 	if err == nil {
 		t.Error("Serve on a closed listener = nil, want an error")
-	}
-}
-
-func TestHandleAddsRoutesThatSeeThePeer(t *testing.T) {
-	dir, err := os.MkdirTemp("", "mapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "s.sock")
-	ln, err := apiserver.Listen(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := apiserver.New(apiservertest.NewDaemon(), apiserver.Options{})
-	s.Handle("GET /whoami", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cred, ok := apiserver.PeerFrom(r.Context())
-		_, connOK := apiserver.PeerConn(r.Context())
-		fmt.Fprintf(w, "%v %v %d %d", ok, connOK, cred.PID, cred.UID)
-	}))
-	apiservertest.ServeOn(t, s, ln)
-	status, _, body := call(t, socket, "GET", "/whoami", "")
-	want := fmt.Sprintf("true true %d %d", os.Getpid(), os.Geteuid())
-	if status != 200 || body != want {
-		t.Errorf("GET /whoami = %d %q, want 200 %q", status, body, want)
-	}
-	if _, ok := apiserver.PeerFrom(t.Context()); ok {
-		t.Error("PeerFrom outside a request reported a peer")
 	}
 }

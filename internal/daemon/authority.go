@@ -2,11 +2,10 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/cgroup"
-	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/metrics"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -209,10 +207,10 @@ func (d *Daemon) setPlan(k reconcile.Key) {
 func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
 	s := d.auth.Snapshot()
 	st := &v1alpha1.AdmissionStatus{
-		Capacity:        amounts(s.Capacity),
-		Target:          amounts(s.Target),
-		Committed:       amounts(s.Committed),
-		Free:            amounts(s.Free),
+		Capacity:        s.Capacity.Amounts(),
+		Target:          s.Target.Amounts(),
+		Committed:       s.Committed.Amounts(),
+		Free:            s.Free.Amounts(),
 		Pressure:        string(s.Pressure.Level),
 		PressureReason:  string(s.Pressure.Reason),
 		PressureMessage: s.Pressure.Cause(),
@@ -222,10 +220,6 @@ func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
 		NotReady:        string(s.NotReady),
 	}
 	return st
-}
-
-func amounts(b admission.Budget) v1alpha1.Amounts {
-	return v1alpha1.Amounts{CPUMilli: b.CPUMilli, MemoryBytes: b.MemoryBytes, Tasks: b.Tasks}
 }
 
 // newMetrics builds the metrics over the daemon's parts.
@@ -256,38 +250,24 @@ func (d *Daemon) newMetrics(queues *metrics.Workqueue) error {
 	return err
 }
 
-// serveBackup answers a consistent copy of the admission journal: written
-// first to a file beside the journal, so that its length is known and a
-// copy cut short is refused by the client rather than saved.
-func (d *Daemon) serveBackup(w http.ResponseWriter, r *http.Request) {
-	tmp, err := os.CreateTemp(d.cfg.StateDir, ".backup-*")
+// Backup writes a copy of the admission journal into a file beside it,
+// which it unlinks at once: the server learns the copy's length, and
+// nothing is left behind whatever becomes of the request.
+func (v *view) Backup(ctx context.Context) (*os.File, error) {
+	f, err := os.CreateTemp(v.d.cfg.StateDir, ".backup-*")
+	if err != nil {
+		return nil, fmt.Errorf("backing up the admission journal: %w", err)
+	}
+	os.Remove(f.Name())
+	_, err = v.d.auth.Backup(ctx, f)
 	if err == nil {
-		tmp.Close()
-		os.Remove(tmp.Name()) // BackupFile creates it and never overwrites
-		err = d.auth.BackupFile(r.Context(), tmp.Name())
+		_, err = f.Seek(0, io.SeekStart)
 	}
 	if err != nil {
-		d.log.Error("backing up the admission journal", "err", err)
-		writeAPIError(w, http.StatusInternalServerError, localapi.CodeInternal, "the backup failed; marshald's log has the cause")
-		return
+		f.Close()
+		return nil, fmt.Errorf("backing up the admission journal: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	f, err := os.Open(tmp.Name())
-	if err != nil {
-		writeAPIError(w, http.StatusInternalServerError, localapi.CodeInternal, "the backup failed; marshald's log has the cause")
-		return
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeContent(w, r, "admission.db", st.ModTime(), f)
-}
-
-// writeAPIError writes a local API error body.
-func writeAPIError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(&localapi.Error{Code: code, Message: msg})
+	return f, nil
 }
 
 // followAdmission tells watchers of the Host that the authority's view

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -109,9 +108,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err != nil {
 		return nil, err
 	}
-	if err := d.newLauncher(mounts.V2); err != nil {
-		return nil, err
-	}
 	decl, err := newDeclarer(d.stores, d.db, d.clock, log)
 	if err != nil {
 		return nil, fmt.Errorf("loading generations: %w", err)
@@ -120,18 +116,29 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		Dir: cfg.ConfigDir, Sink: decl, Store: d.db, Recorder: d.recorder,
 		Logger: log, Relist: cfg.Relist,
 	})
+	// The controllers and the launcher need each other, at run time
+	// only: the controllers ask about launches while they reconcile, the
+	// launcher tells them when a launch changed. The controllers come
+	// first and reach the launcher through launches, bound as soon as it
+	// exists; neither calls the other before Run.
+	launches := &launchesView{}
 	queues := metrics.NewWorkqueue()
 	d.manager, err = controllers.Setup(d.stores, d.backend, d.recorder, controllers.Options{
-		Interval: cfg.Relist, Logger: log, MetricsProvider: queues, Launches: launchesView{d.launcher},
+		Interval: cfg.Relist, Logger: log, MetricsProvider: queues, Launches: launches,
 	})
 	if err != nil {
 		return nil, err
 	}
+	d.closers = append(d.closers, d.manager.Close)
 	d.wireAuthority()
 	if err := d.newMetrics(queues); err != nil {
 		return nil, err
 	}
-	opts := apiserver.Options{Logger: log}
+	if err := d.newLauncher(mounts.V2); err != nil {
+		return nil, err
+	}
+	launches.l = d.launcher
+	opts := apiserver.Options{Logger: log, Metrics: d.metrics.Handler()}
 	if cfg.AllowGID >= 0 {
 		gid := uint32(cfg.AllowGID)
 		opts.AllowGID = &gid
@@ -145,9 +152,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	d.closers = append(d.closers, d.ln.Close)
 	d.view = newView(d)
 	d.server = apiserver.New(d.view, opts)
-	d.server.Handle("GET /metrics", d.metrics.Handler())
-	d.server.Handle("GET "+localapi.BackupPath, http.HandlerFunc(d.serveBackup))
-	d.server.Handle("POST "+localapi.RunPath, http.HandlerFunc(d.serveRun))
 	if cfg.MetricsAddress != "" {
 		if d.metricsLn, err = metrics.ListenTCP(ctx, cfg.MetricsAddress); err != nil {
 			return nil, fmt.Errorf("--metrics-address: %w", err)

@@ -21,6 +21,9 @@ const (
 	// RunPath launches the caller as an agent (POST a RunRequest; the
 	// answer is a RunResult).
 	RunPath = "/v1/run"
+	// MetricsPath answers marshald's metrics in the Prometheus text
+	// format.
+	MetricsPath = "/metrics"
 )
 
 // Query parameters.

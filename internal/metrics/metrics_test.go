@@ -137,7 +137,7 @@ func TestBuildInfo(t *testing.T) {
 	}
 }
 
-// TestServedOnUnixSocket mounts Handler on the local API server, as
+// TestServedOnUnixSocket gives Handler to the local API server, as
 // marshald does, and scrapes it over the unix socket: the peer check
 // applies, and the answer parses.
 func TestServedOnUnixSocket(t *testing.T) {
@@ -152,8 +152,7 @@ func TestServedOnUnixSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apiserver.New(apiservertest.NewDaemon(), apiserver.Options{})
-	srv.Handle("GET /metrics", m.Handler())
+	srv := apiserver.New(apiservertest.NewDaemon(), apiserver.Options{Metrics: m.Handler()})
 	apiservertest.ServeOn(t, srv, ln)
 
 	client := &http.Client{Transport: &http.Transport{

@@ -80,7 +80,7 @@ func (w *Watcher) Set(owner, path string) {
 // Start delivers notifications until ctx ends, then releases the
 // watches.
 func (w *Watcher) Start(ctx context.Context) error {
-	defer w.w.Close()
+	defer w.Close()
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,6 +100,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// Close releases the watches, for a Watcher that is never started; Start
+// releases them too. Close may be called more than once, and a Start
+// after it returns at once with an error.
+func (w *Watcher) Close() error { return w.w.Close() }
 
 // handle notifies the owners of the paths an event may concern: the path
 // named, and the paths below it (a directory above a root was removed or

@@ -129,3 +129,23 @@ func TestMovedPath(t *testing.T) {
 	os.Mkdir(filepath.Join(b, "root"), 0o755)
 	waitMore(t, n, "ws/x", 0, "the new root created")
 }
+
+// A watcher that is never started releases its inotify instance, and
+// its goroutine, on Close; a Start after Close ends at once.
+func TestCloseWithoutStart(t *testing.T) {
+	w, err := New(func(string) {}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Set("ws", filepath.Join(t.TempDir(), "root"))
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("a second Close = %v, want nil", err)
+	}
+	if err := w.Start(t.Context()); err == nil {
+		t.Error("Start after Close = nil, want an error")
+	}
+	goleak.VerifyNone(t)
+}

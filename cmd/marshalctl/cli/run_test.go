@@ -2,17 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/apiserver/apiservertest"
+	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
@@ -80,24 +80,13 @@ func TestRunExitCodes(t *testing.T) {
 // carries argv, workspace, timeout and environment.
 func TestRunRefusalOutput(t *testing.T) {
 	refusal := localapi.Refusal{Code: localapi.RefusalWorkspaceBusy, Detail: "live process limit reached (8 of 8)", Process: 4242, State: localapi.AttemptNotAsked}
-	var got localapi.RunRequest
-	srv := apiserver.New(apiservertest.NewDaemon(), apiserver.Options{})
-	srv.Handle("POST "+localapi.RunPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		json.Unmarshal(data, &got)
-		json.NewEncoder(w).Encode(localapi.RunResult{Refusal: &refusal})
-	}))
-	dir, err := os.MkdirTemp("", "mrun")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "s")
-	ln, err := apiserver.Listen(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiservertest.ServeOn(t, srv, ln)
+	asked := make(chan launch.Request, 2)
+	d := apiservertest.NewDaemon()
+	d.OnRun(func(_ context.Context, req launch.Request, _ *launch.Process) (launch.Plan, error) {
+		asked <- req
+		return launch.Plan{}, &launch.Refusal{Code: launch.CodeWorkspaceBusy, Detail: refusal.Detail, PID: refusal.Process, State: launch.StateNotAsked}
+	})
+	socket := apiservertest.Serve(t, d, apiserver.Options{})
 	t.Setenv("MARSHAL_TEST_ENV", "kept")
 
 	r := runCLI(t, "--socket", socket, "run", "--timeout", "1m30s", "-w", "web", "--", "git", "status", "--short")
@@ -105,8 +94,9 @@ func TestRunRefusalOutput(t *testing.T) {
 	if r.code != 75 || r.stderr != wantErr || r.stdout != "" {
 		t.Errorf("refusal = exit %d, stdout %q, stderr %q; want 75 and\n%s", r.code, r.stdout, r.stderr, wantErr)
 	}
-	if got.Workspace != "web" || !slices.Equal(got.Argv, []string{"git", "status", "--short"}) || got.TimeoutMS != 90000 ||
-		!slices.ContainsFunc(got.Env, func(kv []byte) bool { return string(kv) == "MARSHAL_TEST_ENV=kept" }) {
+	got := <-asked
+	if got.Workspace != "web" || !slices.Equal(got.Argv, []string{"git", "status", "--short"}) || got.Timeout != 90*time.Second ||
+		!slices.Contains(got.Env, "MARSHAL_TEST_ENV=kept") {
 		t.Errorf("request = %+v", got)
 	}
 

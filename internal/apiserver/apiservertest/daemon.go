@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/applier"
+	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -34,7 +36,17 @@ type Daemon struct {
 	dir     string
 	held    bool
 	applied []localapi.ApplyRequest
+	run     RunFunc
+	explain ExplainFunc
+	backup  []byte
 }
+
+// RunFunc answers a run in place of the launch path: a plan, or an error
+// (a *launch.Refusal for a refusal). caller is closed after it returns.
+type RunFunc func(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error)
+
+// ExplainFunc answers an explained run in place of the launch path.
+type ExplainFunc func(ctx context.Context, req launch.Request) (launch.Explanation, error)
 
 var _ apiserver.Daemon = (*Daemon)(nil)
 
@@ -113,6 +125,27 @@ func (d *Daemon) Hold() {
 	defer d.mu.Unlock()
 	d.held = true
 	d.info.Source.Held = true
+}
+
+// OnRun makes Run answer with fn. Without it, Run fails.
+func (d *Daemon) OnRun(fn RunFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.run = fn
+}
+
+// OnExplain makes Explain answer with fn. Without it, Explain fails.
+func (d *Daemon) OnExplain(fn ExplainFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.explain = fn
+}
+
+// SetBackup makes Backup answer data. Without it, Backup fails.
+func (d *Daemon) SetBackup(data []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.backup = data
 }
 
 // Applied returns the apply requests received, in order.
@@ -243,6 +276,53 @@ func (d *Daemon) ConfirmEmpty(ctx context.Context) (bool, error) {
 	d.held = false
 	d.info.Source.Held = false
 	return released, nil
+}
+
+// Run answers with what OnRun set, then closes caller.
+func (d *Daemon) Run(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error) {
+	defer caller.Close()
+	d.mu.Lock()
+	fn := d.run
+	d.mu.Unlock()
+	if fn == nil {
+		return launch.Plan{}, errors.New("apiservertest: no OnRun")
+	}
+	return fn(ctx, req, caller)
+}
+
+// Explain answers with what OnExplain set.
+func (d *Daemon) Explain(ctx context.Context, req launch.Request) (launch.Explanation, error) {
+	d.mu.Lock()
+	fn := d.explain
+	d.mu.Unlock()
+	if fn == nil {
+		return launch.Explanation{}, errors.New("apiservertest: no OnExplain")
+	}
+	return fn(ctx, req)
+}
+
+// Backup answers what SetBackup set, in a file no path names.
+func (d *Daemon) Backup(ctx context.Context) (*os.File, error) {
+	d.mu.Lock()
+	data := d.backup
+	d.mu.Unlock()
+	if data == nil {
+		return nil, errors.New("apiservertest: no SetBackup")
+	}
+	f, err := os.CreateTemp("", "apiservertest-backup")
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // reload replaces the declared objects with what dir declares, keeping

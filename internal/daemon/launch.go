@@ -1,0 +1,103 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/controllers"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/launch"
+)
+
+// newLauncher makes the launch path over the daemon's parts. It tells the
+// controllers about launches they cannot see in the tree.
+func (d *Daemon) newLauncher(mount string) error {
+	var err error
+	d.launcher, err = launch.New(launch.Options{
+		Authority:   d.auth,
+		Scopes:      d.backend,
+		Store:       launch.FileStore{Dir: filepath.Join(d.cfg.StateDir, "launches"), DB: d.db},
+		Workspaces:  workspaceIndex{d.stores},
+		CgroupMount: mount,
+		Metrics:     d.metrics,
+		Clock:       d.clock,
+		OnScope:     d.manager.EnqueueAgent,
+		OnWorkspace: d.manager.EnqueueWorkspace,
+		Logger:      d.log.With("component", "launch"),
+	})
+	return err
+}
+
+// workspaceIndex finds declared workspaces and their readiness in the
+// stores.
+type workspaceIndex struct{ s *controllers.Stores }
+
+func (x workspaceIndex) Workspace(name string) (*v1alpha1.Workspace, bool, bool) {
+	key := controllers.WorkspaceKey(name)
+	obj, ok := x.s.Desired.Get(key)
+	if !ok {
+		return nil, false, false
+	}
+	w, ok := obj.(*v1alpha1.Workspace)
+	if !ok {
+		return nil, false, false
+	}
+	st, _ := x.s.Workspaces.Get(key)
+	c := controllers.FindCondition(st.Conditions, v1alpha1.ConditionReady)
+	ready := c != nil && c.Status == v1alpha1.ConditionTrue && c.ObservedGeneration == w.Metadata.Generation
+	return w, ready, true
+}
+
+// launchesView is the launch path as the controllers see it: l is bound
+// once the launcher exists, before anything runs.
+type launchesView struct{ l *launch.Launcher }
+
+var _ controllers.Launches = (*launchesView)(nil)
+
+func (v *launchesView) Launch(id string) (controllers.LaunchInfo, bool) {
+	i, ok := v.l.Info(id)
+	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt}, ok
+}
+
+func (v *launchesView) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
+	return v.l.Settle(ctx, sc, emptiedAt)
+}
+
+func (v *launchesView) Forget(ctx context.Context, id string) error { return v.l.Forget(ctx, id) }
+
+func (v *launchesView) Reserved(workspace string) int64 { return v.l.Reserved(workspace) }
+
+// Run prepares and launches req for caller.
+func (v *view) Run(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error) {
+	pe, err := v.d.launcher.Prepare(ctx, req, caller)
+	if err != nil {
+		return launch.Plan{}, err
+	}
+	return pe.Launch(ctx, req)
+}
+
+// Explain explains req once the launcher has recovered the launches of an
+// earlier run: before, what it says of slots would be wrong.
+func (v *view) Explain(ctx context.Context, req launch.Request) (launch.Explanation, error) {
+	select {
+	case <-v.d.launcher.Ready():
+	default:
+		return launch.Explanation{}, fmt.Errorf("explaining a run: %w", launch.ErrNotRunning)
+	}
+	return v.d.launcher.Explain(req)
+}
+
+// waitLauncher blocks until the launcher recovered the launches of an
+// earlier run, so that the controllers never take a launch's scope for
+// an unknown one; it reports false when ctx ended first.
+func (d *Daemon) waitLauncher(ctx context.Context) bool {
+	select {
+	case <-d.launcher.Ready():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

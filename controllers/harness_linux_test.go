@@ -125,6 +125,16 @@ func (h *harness) start() (stop func()) {
 		})
 	}
 	h.t.Cleanup(stop)
+	// A scope a test makes before the first listing would count as
+	// empty at start-up, and be collected before its process is in.
+	select {
+	case <-m.Synced():
+	case err := <-done:
+		done <- err // for stop
+		h.t.Fatalf("Manager.Start = %v before its first listing", err)
+	case <-time.After(testutil.Deadline):
+		h.t.Fatalf("Manager.Start did not list the scopes in %v", testutil.Deadline)
+	}
 	return stop
 }
 

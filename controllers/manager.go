@@ -134,10 +134,19 @@ type Manager struct {
 	observer    *observer
 	unsubscribe []func()
 
+	// synced is closed once Start has listed the scopes and marked those
+	// empty at start-up for collection.
+	synced chan struct{}
+
 	// mu guards started.
 	mu      sync.Mutex
 	started bool
 }
+
+// Synced is closed once Start has taken its first listing of the scopes
+// and enqueued every object: a scope created after that is never taken
+// for one that was already empty when the controllers started.
+func (m *Manager) Synced() <-chan struct{} { return m.synced }
 
 // Setup creates the four controllers and wires the stores' handlers to
 // them, so that a change enqueues exactly the keys it affects:
@@ -200,7 +209,7 @@ func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options
 		launches:          opts.Launches,
 		emptied:           map[string]time.Time{},
 	}
-	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e)}
+	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e), synced: make(chan struct{})}
 	roots, err := pathwatch.New(func(owner string) {
 		if k, err := reconcile.ParseKey(owner); err == nil {
 			m.workspaces.Enqueue(k)
@@ -329,6 +338,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.agentR.collectAtStart(m.env.s.Scopes.List())
 	m.enqueueAll()
+	close(m.synced)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

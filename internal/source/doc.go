@@ -1,27 +1,36 @@
 // Package source turns a config directory of manifests into declarations:
 // the desired objects marshald reconciles. It watches the directory with
-// fsnotify, reloads only the files that changed, and tells a Sink about
+// inotify, reloads only the files that changed, and tells a Sink about
 // exactly the objects whose declaration changed.
 //
 // Three parts, in the order a change flows through them, as kubelet's file
-// source is split from its merge: the watcher turns events into batches
-// of changed paths (debounced, with a second look at a file emptied in
-// place, a relist when the tree's shape may have changed); the loader
-// stats and reads what a batch names and says how each file now loads;
-// the declarations, which do no I/O, turn loaded files into declared
-// objects (conflicts, the single Host, last good versions, the hold of an
-// emptied directory) and say what to record, persist and tell the sink.
-// One goroutine, Start's, runs all three.
+// source is split from its merge: the watcher turns events into batches of
+// paths to look at; the loader stats and reads what a batch names and says
+// how each file now loads; the declarations, which do no I/O, turn loaded
+// files into declared objects (conflicts, the single Host, last good
+// versions, the hold of an emptied directory) and say what to record,
+// persist and tell the sink. One goroutine, Start's, runs all three.
 //
-// Events are hints and the directory listing is the truth: atomic
-// rename-over saves, a directory deleted and created again, a symlink
-// swap of the whole tree (Kubernetes ConfigMap ..data, a git checkout) and
-// an inotify queue overflow all end in a stat-level relist, and a cheap
-// periodic relist catches whatever events missed. A file that stops
-// loading keeps its last good objects (persisted, so a restart keeps them)
-// and they are marked Invalid with the file's errors. A directory that
-// vanishes, or goes from some objects to none in one change, is held:
-// nothing is deleted until it comes back or a person confirms.
+// A complete change is acted on at once: a file renamed into the
+// directory, a writer closing its file (IN_CLOSE_WRITE), a symlink or a
+// ConfigMap's ..data swapped in. Only what may still be under way waits,
+// and only until its path has been quiet for the Debounce: a file written
+// in place and not closed yet, a file removed (an editor may be moving it
+// aside to write the new version). A file emptied in place is believed
+// only after Settle. Where inotify is not available (fsnotify on other
+// systems) nothing is known to be complete, and every change waits.
+//
+// Events are hints and the directory listing is the truth: a directory
+// created, deleted or renamed, a symlink swap of the whole tree (Kubernetes
+// ConfigMap ..data, a git checkout) and an inotify queue overflow end in a
+// stat-level relist, and a cheap periodic relist catches whatever events
+// missed; a relist leaves a file that is still changing to its own look.
+//
+// A file that stops loading keeps its last good objects (persisted, so a
+// restart keeps them) and they are marked Invalid with the file's errors.
+// A directory that vanishes, or goes from some objects to none in one
+// change, is held: nothing is deleted until it comes back or a person
+// confirms.
 //
 // Parsing and validation are package loader's; this package decides when
 // to load and what a load means for the declarations.

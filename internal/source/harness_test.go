@@ -26,12 +26,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type recorder struct {
 	mu      sync.Mutex
 	decl    map[reconcile.Key]*Declaration
+	history map[reconcile.Key][]Change // every change of each key, in order
 	batches int
 	wake    chan struct{}
 }
 
 func newRecorder() *recorder {
-	return &recorder{decl: map[reconcile.Key]*Declaration{}, wake: make(chan struct{}, 1000)}
+	return &recorder{decl: map[reconcile.Key]*Declaration{}, history: map[reconcile.Key][]Change{}, wake: make(chan struct{}, 1000)}
 }
 
 func (r *recorder) Declare(changes []Change) {
@@ -42,6 +43,7 @@ func (r *recorder) Declare(changes []Change) {
 		} else {
 			r.decl[c.Key] = c.Declaration
 		}
+		r.history[c.Key] = append(r.history[c.Key], c)
 	}
 	r.batches++
 	r.mu.Unlock()
@@ -117,7 +119,8 @@ func cpuOf(d *Declaration) int64 {
 }
 
 type harness struct {
-	// flushed wakes on every flush of the source, declared or not.
+	// flushed wakes after the source's loop handled anything, declared
+	// or not.
 	flushed chan struct{}
 	dir     string
 	sink    *recorder
@@ -127,11 +130,11 @@ type harness struct {
 	stop    func()
 
 	mu       sync.Mutex
-	settling []string // as of the last flush
+	settling []string // as of the loop's last turn
 }
 
-// isSettling reports whether, at the last flush, rel was emptied in place
-// and given time to be written again.
+// isSettling reports whether, at the loop's last turn, rel was emptied in
+// place and given time to be written again.
 func (h *harness) isSettling(rel string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -161,7 +164,7 @@ func startWith(t *testing.T, dir string, db *state.DB, adjust func(*Options, *So
 	opts := Options{Dir: dir, Sink: h.sink, Store: db, Recorder: rec, Relist: -1}
 	h.src = New(opts)
 	h.flushed = make(chan struct{}, 1)
-	h.src.afterFlush = func(settling []string) {
+	h.src.afterLoop = func(settling []string) {
 		h.mu.Lock()
 		h.settling = settling
 		h.mu.Unlock()

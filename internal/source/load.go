@@ -27,11 +27,9 @@ type fileLoader struct {
 // loadResult is what one look at the tree found.
 type loadResult struct {
 	// root is the directory the config dir leads to, "" when it is
-	// missing (missing then says why); dirs are the directories under it
-	// to watch. Both are set by a relist only.
+	// missing (missing then says why). Set by a relist only.
 	root    string
 	missing error
-	dirs    []string
 	// changed are the files whose load changed (nil: the file is gone).
 	changed map[string]*fileState
 	// restamped are files whose stamp changed, not their content.
@@ -49,8 +47,10 @@ func newLoadResult() *loadResult {
 }
 
 // relist walks the whole tree, stat-level, and loads what differs from
-// known.
-func (l *fileLoader) relist(ctx context.Context, known map[string]*fileState) (*loadResult, error) {
+// known, leaving the files still waiting as they were. Before it stats
+// anything it calls track with the root and the directories to watch, so
+// that a change made while it looks is not missed.
+func (l *fileLoader) relist(ctx context.Context, known map[string]*fileState, waiting map[string]bool, track func(root string, dirs []string)) (*loadResult, error) {
 	res := newLoadResult()
 	root, err := filepath.EvalSymlinks(l.dir)
 	if err == nil {
@@ -60,6 +60,7 @@ func (l *fileLoader) relist(ctx context.Context, known map[string]*fileState) (*
 	}
 	if err != nil {
 		res.missing = err
+		track("", nil)
 		for rel := range known {
 			res.changed[rel] = nil
 		}
@@ -71,12 +72,15 @@ func (l *fileLoader) relist(ctx context.Context, known map[string]*fileState) (*
 	if err != nil {
 		return nil, fmt.Errorf("listing config dir %s: %w", root, err)
 	}
-	res.dirs = walk.Dirs
+	track(root, walk.Dirs)
 
 	seen := map[string]bool{}
 	var toLoad []loader.Entry
 	for _, e := range walk.Files {
 		seen[e.Rel] = true
+		if waiting[e.Rel] {
+			continue
+		}
 		st, ok := statFile(e.Path)
 		if !ok {
 			l.gone(e.Rel, known, res)
@@ -100,12 +104,12 @@ func (l *fileLoader) relist(ctx context.Context, known map[string]*fileState) (*
 		}
 	}
 	for rel := range known {
-		if !seen[rel] {
+		if !seen[rel] && !waiting[rel] {
 			l.gone(rel, known, res)
 		}
 	}
 	for rel := range l.settling {
-		if !seen[rel] {
+		if !seen[rel] && !waiting[rel] {
 			delete(l.settling, rel)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -36,9 +35,9 @@ type Source struct {
 	root string // resolved config dir; "" while missing
 	decl *declarations
 
-	// afterFlush, when set (by tests), is called on the loop goroutine
-	// after every flush with the files that are settling.
-	afterFlush func(settling []string)
+	// afterLoop, when set (by tests), is called on the loop goroutine
+	// after it handled anything, with the files that are settling.
+	afterLoop func(settling []string)
 }
 
 // New returns a Source; Start runs it.
@@ -73,7 +72,7 @@ func New(opts Options) *Source {
 func (s *Source) Start(ctx context.Context) error {
 	w, err := newWatcher(s.opts.Dir, s.opts.Clock, s.opts.Debounce, s.opts.Relist, s.log)
 	if err != nil {
-		return err
+		return fmt.Errorf("watching %s: %w", s.opts.Dir, err)
 	}
 	defer w.close()
 	if err := s.restore(); err != nil {
@@ -87,23 +86,25 @@ func (s *Source) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.fsw.Events:
-			if !ok {
+		case ev, ok := <-w.n.events():
+			if !ok || !w.drain(ev) {
 				return errors.New("source: watcher closed")
 			}
-			w.note(ev)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return errors.New("source: watcher closed")
+			if w.ready() {
+				s.flush(ctx, w.take())
 			}
+		case err := <-w.n.errors():
 			w.lost(err)
 		case <-w.tick:
-			w.relist = true
+			w.relist(true)
 			s.flush(ctx, w.take())
 		case <-w.due:
 			s.flush(ctx, w.take())
 		case reply := <-s.confirm:
 			reply <- s.confirmEmpty()
+		}
+		if s.afterLoop != nil {
+			s.afterLoop(sortedKeys(s.load.settling))
 		}
 	}
 }
@@ -112,22 +113,18 @@ func (s *Source) Start(ctx context.Context) error {
 func (s *Source) flush(ctx context.Context, b batch) {
 	var res *loadResult
 	if b.relist {
+		track := func(string, []string) {}
+		if s.watch != nil {
+			track = s.watch.track
+		}
 		var err error
-		if res, err = s.load.relist(ctx, s.decl.files); err != nil {
+		if res, err = s.load.relist(ctx, s.decl.files, b.waiting, track); err != nil {
 			s.log.Warn("cannot list config dir", "dir", s.opts.Dir, "err", err)
 			return
 		}
 		s.moveRoot(res)
 	} else {
-		// The files settling are looked at again: emptiness is believed
-		// at the second look.
-		paths := b.paths
-		for rel := range s.load.settling {
-			if !slices.Contains(paths, rel) {
-				paths = append(paths, rel)
-			}
-		}
-		res = s.load.check(s.root, paths, s.decl.files)
+		res = s.load.check(s.root, b.paths, s.decl.files)
 	}
 	s.mu.Lock()
 	for rel, st := range res.restamped {
@@ -137,20 +134,17 @@ func (s *Source) flush(ctx context.Context, b batch) {
 	s.mu.Unlock()
 	s.carry(out)
 
-	if s.watch != nil {
-		if res.relist {
-			s.watch.relistSoon()
-		}
-		if len(s.load.settling) > 0 {
-			s.watch.after(s.opts.Settle)
-		}
+	if res.relist {
+		// A path turned out to be a symlink: whether it may be followed
+		// is the walk's decision.
+		s.flush(ctx, batch{relist: true, waiting: b.waiting})
 	}
-	if s.afterFlush != nil {
-		s.afterFlush(sortedKeys(s.load.settling))
+	if s.watch != nil {
+		s.watch.settle(sortedKeys(s.load.settling), s.opts.Settle)
 	}
 }
 
-// moveRoot takes the root a relist found, and watches its tree.
+// moveRoot takes the root a relist found.
 func (s *Source) moveRoot(res *loadResult) {
 	if res.missing != nil && (s.root != "" || len(s.decl.files) > 0) {
 		cause := res.missing
@@ -163,9 +157,6 @@ func (s *Source) moveRoot(res *loadResult) {
 	s.mu.Lock()
 	s.root = res.root
 	s.mu.Unlock()
-	if s.watch != nil {
-		s.watch.track(res.root, res.dirs)
-	}
 }
 
 // carry out what a change to the declarations asks for: record its
@@ -177,13 +168,15 @@ func (s *Source) carry(out outcome) {
 	for _, ev := range out.events {
 		s.record(ev)
 	}
+	if len(out.changes) > 0 {
+		s.opts.Sink.Declare(out.changes)
+	}
+	// After the sink, which need not wait for the disk: the last good
+	// version matters only to a later start.
 	if s.opts.Store != nil && len(out.persist) > 0 {
 		if err := s.opts.Store.Write(state.LastGood, out.persist); err != nil {
 			s.log.Error("persisting last good manifests", "err", err)
 		}
-	}
-	if len(out.changes) > 0 {
-		s.opts.Sink.Declare(out.changes)
 	}
 }
 

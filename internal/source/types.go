@@ -76,8 +76,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives the debounce and relist timers. Default: the real clock.
 	Clock clock.WithTicker
-	// Debounce is how long the directory must be quiet after an event
-	// before changes are loaded. Default 10ms.
+	// Debounce is how long a change that may still be under way (a file
+	// written in place and not closed, a file removed) must be quiet
+	// before it is looked at. A complete change is looked at at once.
+	// Default 10ms.
 	Debounce time.Duration
 	// Settle is how long a file that was emptied in place is given to be
 	// written again before its emptiness is believed. Default 200ms.

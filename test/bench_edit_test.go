@@ -1,0 +1,94 @@
+//go:build linux
+
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+// BenchmarkEditToStatus times a manifest edit until the edited object's
+// status, as `marshalctl get -w` streams it from the real marshald over
+// its socket, observes the new generation: the event, the load, the
+// declaration, the reconcile and the status on the wire. Each edit is
+// saved as an editor does, either renamed over the old file (vim's
+// default, kubectl, most tools) or written in place (open with O_TRUNC,
+// write, close). It reports the median and the 99th percentile in
+// milliseconds, for a config dir of one object (a Profile) and of 10,000
+// (one Profile, 9,999 Workspaces, one of them edited).
+func BenchmarkEditToStatus(b *testing.B) {
+	if raceEnabled {
+		b.Skip("times the daemon: run without -race")
+	}
+	for _, n := range []int{1, 10000} {
+		for _, save := range []string{"rename", "in-place"} {
+			b.Run(fmt.Sprintf("objects=%d/save=%s", n, save), func(b *testing.B) {
+				benchEdit(b, n, save)
+			})
+		}
+	}
+}
+
+func benchEdit(b *testing.B, n int, save string) {
+	d := newDaemon(b)
+	root := b.TempDir()
+	// The edited object's kind and how many of that kind there are.
+	kind, count, name, path := "profiles", 1, "coder", filepath.Join(d.config, "profile.yaml")
+	content := func(i int) string { return profileYAML("coder", 1000+i%2) }
+	if n == 1 {
+		os.WriteFile(path, []byte(content(0)), 0o644)
+	} else {
+		writeManifests(b, d.config, n)
+		kind, count, name, path = "workspaces", n-1, "ws-00007", filepath.Join(d.config, "team-07", "ws-00007.yaml")
+		content = func(i int) string {
+			return workspaceYAML("ws-00007", root, "coder") + fmt.Sprintf("  processes:\n    max_live: %d\n", 8+i%2)
+		}
+	}
+	d.start()
+	w := d.watch(kind)
+	reconciled := func(gen int64) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, g := range w.observed {
+			if g != gen {
+				return false
+			}
+		}
+		return len(w.observed) == count
+	}
+	testutil.Eventually(b, w.wake, func() bool { return reconciled(1) }, "every object reconciled")
+
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	gen := int64(1)
+	lat := make([]time.Duration, 0, 1024)
+	for i := 0; b.Loop(); i++ {
+		data := []byte(content(i + 1))
+		start := time.Now()
+		var err error
+		if save == "rename" {
+			if err = os.WriteFile(tmp, data, 0o644); err == nil {
+				err = os.Rename(tmp, path)
+			}
+		} else {
+			err = os.WriteFile(path, data, 0o644)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		gen++
+		testutil.Eventually(b, w.wake, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.observed[name] == gen
+		}, "the edit observed")
+		lat = append(lat, time.Since(start))
+	}
+	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}

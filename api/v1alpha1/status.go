@@ -99,9 +99,15 @@ type HostStatus struct {
 // AdmissionStatus is the admission authority's view of the host.
 type AdmissionStatus struct {
 	// Ready reports whether the authority can decide; NotReady says why
-	// not (host_unset, plan_unset, journal_failed).
+	// not: host_unset, plan_unset; journal_full (the state disk is full)
+	// or journal_failed (another write error), each retried by the next
+	// request; journal_unknown (a failed commit's outcome is unknown:
+	// marshald must be restarted).
 	Ready    bool   `json:"ready"`
 	NotReady string `json:"notReady,omitempty"`
+	// NotReadySince is when the journal's commits began to fail, while
+	// NotReady is one of the journal's reasons.
+	NotReadySince time.Time `json:"notReadySince,omitzero"`
 	// Capacity is the work capacity the authority reserves from: the
 	// declared capacity, or the measured one less a system reservation.
 	Capacity Amounts `json:"capacity"`

@@ -79,6 +79,10 @@ type Authority struct {
 	running  atomic.Bool
 	// reqs is the writer's reusable request slice.
 	reqs []*request
+	// retry is the wait before expiry tries again after a failed commit,
+	// retryAt when; zero while commits succeed. The writer alone uses them.
+	retry   time.Duration
+	retryAt time.Time
 
 	// inMu guards the field that follows.
 	inMu   sync.Mutex
@@ -89,8 +93,8 @@ type Authority struct {
 	// mu are never held together.
 	mu      sync.Mutex
 	led     ledger
-	failed  error
-	changed chan struct{} // closed at the next commit
+	journal journalState
+	changed chan struct{} // closed at the next commit, and when the journal's state changes
 }
 
 // Open opens the journal at path, checks it, recovers it for this boot
@@ -179,25 +183,15 @@ func (a *Authority) Close() error {
 
 func (a *Authority) stop() { a.stopOnce.Do(func() { close(a.stopped) }) }
 
-func (a *Authority) fail(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.failed == nil {
-		a.failed = fmt.Errorf("%w: %w", ErrJournalFailed, err)
-	}
-}
-
-func (a *Authority) failure() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.failed
-}
-
 // do hands fn to the writer and waits for its answer. Once the writer has
 // taken a request it always answers, after the commit, so the wait does
 // not watch ctx: an answer given before the commit could be a lie.
+//
+// A journal that failed its last commit does not refuse a request here:
+// the request is the next try, and it is refused only if its own commit
+// fails too. A fenced journal refuses at once.
 func (a *Authority) do(ctx context.Context, now time.Time, fn func(*batch) (any, error)) (any, error) {
-	if err := a.failure(); err != nil {
+	if err := a.fenced(); err != nil {
 		return nil, err
 	}
 	r := &request{ctx: ctx, now: now, fn: fn, done: make(chan struct{})}
@@ -206,7 +200,7 @@ func (a *Authority) do(ctx context.Context, now time.Time, fn func(*batch) (any,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-a.stopped:
-		if err := a.failure(); err != nil {
+		if err := a.fenced(); err != nil {
 			return nil, err
 		}
 		return nil, ErrClosed
@@ -287,9 +281,18 @@ type NotReady string
 
 // Reasons the authority cannot decide.
 const (
-	NotReadyHostUnset     NotReady = "host_unset"
-	NotReadyPlanUnset     NotReady = "plan_unset"
+	NotReadyHostUnset NotReady = "host_unset"
+	NotReadyPlanUnset NotReady = "plan_unset"
+	// NotReadyJournalFull: the last commit failed for want of space on the
+	// journal's file system; the next request tries again.
+	NotReadyJournalFull NotReady = "journal_full"
+	// NotReadyJournalFailed: the last commit failed otherwise; the next
+	// request tries again.
 	NotReadyJournalFailed NotReady = "journal_failed"
+	// NotReadyJournalUnknown: a commit reported failure but the journal
+	// holds it, so what it did is unknown; everything is refused until
+	// marshald restarts and Open checks the journal.
+	NotReadyJournalUnknown NotReady = "journal_unknown"
 )
 
 // Snapshot is what `describe host` and metrics show.
@@ -298,6 +301,9 @@ type Snapshot struct {
 	// not.
 	Ready    bool     `json:"ready"`
 	NotReady NotReady `json:"not_ready,omitempty"`
+	// JournalFailedAt is when the journal's commits began to fail, while
+	// NotReady is one of the journal's reasons.
+	JournalFailedAt time.Time `json:"journal_failed_at,omitzero"`
 	// Capacity is the work capacity, and where each resource of it came
 	// from.
 	Capacity       Budget         `json:"capacity"`
@@ -323,7 +329,7 @@ func (a *Authority) Snapshot() Snapshot {
 	now := a.clock.Now()
 	ps := a.pressure.Status(now)
 	a.mu.Lock()
-	t, failed := a.led.totals, a.failed
+	t, journal := a.led.totals, a.journal
 	a.mu.Unlock()
 	s := Snapshot{
 		Capacity:       in.capacity,
@@ -339,8 +345,8 @@ func (a *Authority) Snapshot() Snapshot {
 		s.Plan = &p
 	}
 	switch {
-	case failed != nil:
-		s.NotReady = NotReadyJournalFailed
+	case journal.err != nil:
+		s.NotReady, s.JournalFailedAt = journal.reason(), journal.since
 	case !in.hostSet:
 		s.NotReady = NotReadyHostUnset
 	case in.plan == nil:

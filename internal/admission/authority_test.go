@@ -9,10 +9,12 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
@@ -922,9 +924,9 @@ func TestPermitIsNeverStoredOrPrinted(t *testing.T) {
 	h.open()
 }
 
-// A commit that fails answers an error, changes nothing, and fences the
-// authority: Run returns the failure, and the journal reopens with every
-// answered attempt and none of the failed one.
+// A commit that fails answers an error and changes nothing; the
+// authority keeps serving, says why it cannot admit, and the journal
+// reopens with every answered attempt and none of the failed one.
 func TestFailedCommitAnswersAnErrorAndChangesNothing(t *testing.T) {
 	h := newHarness(t)
 	st, err := os.Stat(h.path)
@@ -941,6 +943,7 @@ func TestFailedCommitAnswersAnErrorAndChangesNothing(t *testing.T) {
 		_, err := h.a.Admit(t.Context(), p, key(n), meaning, job)
 		if err != nil {
 			wantErr(t, "Admit into a full journal", err, ErrJournalFailed)
+			wantErr(t, "Admit into a full journal", err, bolterrors.ErrMaxSizeReached)
 			failedKey = key(n)
 			break
 		}
@@ -949,16 +952,21 @@ func TestFailedCommitAnswersAnErrorAndChangesNothing(t *testing.T) {
 	if failedKey == "" {
 		t.Fatal("the journal never filled up")
 	}
-	_, err = h.a.Lookup(t.Context(), p, key(0))
-	wantErr(t, "Lookup after a failed commit", err, ErrJournalFailed)
-	if s := h.a.Snapshot(); s.Ready || s.NotReady != NotReadyJournalFailed {
-		t.Fatalf("snapshot = %+v, want journal_failed", s)
+	if s := h.a.Snapshot(); s.Ready || s.NotReady != NotReadyJournalFull || s.JournalFailedAt.IsZero() {
+		t.Fatalf("snapshot = %+v, want journal_full since a moment", s)
 	}
-	err = h.stop()
-	wantErr(t, "Run after a failed commit", err, ErrJournalFailed)
+	// What needs no write is still answered.
+	if r := h.lookup(p, key(0)); r.Phase != PhasePrepared {
+		t.Fatalf("Lookup after a failed commit = %s, want prepared", r.Phase)
+	}
+	_, err = h.a.Lookup(t.Context(), p, failedKey)
+	wantErr(t, "Lookup of the attempt whose commit failed", err, ErrNotFound)
+	if err := h.stop(); err != nil {
+		t.Fatalf("Run after a failed commit = %v, want nil: the writer goes on", err)
+	}
 	h.maxSize = 0
 	h.open()
-	p = h.ready()
+	h.ready()
 	recs := allRecords(t, h)
 	for k := range answered {
 		if recs[k].Phase != PhasePrepared {
@@ -1042,4 +1050,31 @@ func sameRecord(a, b Record) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// A commit that reported failure although the journal holds it (its meta
+// page was written, its sync failed) has an unknown outcome: the
+// authority says so, and refuses everything from then on until it is
+// reopened, when Open judges the journal. The fault cannot be made on
+// demand on a real file system, so the writer's judgement is called
+// directly with the journal's own transaction.
+func TestCommitTheJournalHoldsDespiteItsErrorFencesTheAuthority(t *testing.T) {
+	h := newHarness(t)
+	p := h.ready()
+	h.prepare(p, key(1))
+	cause := fmt.Errorf("fdatasync: %w", syscall.EIO)
+	err := h.a.commitFailed(cause, h.txid())
+	wantErr(t, "the judgement of a commit the journal holds", err, ErrOutcomeUnknown)
+	if s := h.a.Snapshot(); s.Ready || s.NotReady != NotReadyJournalUnknown {
+		t.Fatalf("snapshot = ready %v, %q; want journal_unknown", s.Ready, s.NotReady)
+	}
+	_, err = h.a.Lookup(t.Context(), p, key(1))
+	wantErr(t, "Lookup once fenced", err, ErrJournalFailed)
+	_, err = h.a.Admit(t.Context(), p, key(2), meaning, job)
+	wantErr(t, "Admit once fenced", err, ErrJournalFailed)
+	h.restart()
+	p = h.ready()
+	if r := h.lookup(p, key(1)); r.Phase != PhasePrepared {
+		t.Fatalf("after reopening, attempt = %s, want prepared", r.Phase)
+	}
 }

@@ -34,9 +34,16 @@ var (
 	// ErrClosed is returned when the authority is not running: Run has
 	// returned, or the authority was closed.
 	ErrClosed = errors.New("admission: authority closed")
-	// ErrJournalFailed is returned once a journal write or commit failed:
-	// the authority refuses every request until it is reopened.
+	// ErrJournalFailed is returned when the journal could not commit the
+	// request (its file system is full, a write failed): nothing of it was
+	// recorded. The next request tries again. It is returned for every
+	// request once the journal is fenced (see ErrOutcomeUnknown).
 	ErrJournalFailed = errors.New("admission: journal failed")
+	// ErrOutcomeUnknown is returned when a commit reported failure yet
+	// the journal holds it: what the request did is unknown. The authority
+	// is fenced from then on, refusing every request with ErrJournalFailed
+	// until it is reopened.
+	ErrOutcomeUnknown = errors.New("admission: outcome unknown")
 )
 
 // Errors of Create and Open. None of them changed the file.

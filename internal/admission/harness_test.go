@@ -174,10 +174,16 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessAt(t, filepath.Join(t.TempDir(), "admission.db"))
+}
+
+// newHarnessAt is newHarness with the journal at path.
+func newHarnessAt(t *testing.T, path string) *harness {
+	t.Helper()
 	h := &harness{
 		intent:   job,
 		t:        t,
-		path:     filepath.Join(t.TempDir(), "admission.db"),
+		path:     path,
 		clock:    testclock.NewFakeClock(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)),
 		insp:     newFakeInspector(),
 		pressure: &pressureBox{s: pressure.Status{Level: pressure.Normal, Reason: pressure.ReasonNone}},
@@ -191,7 +197,7 @@ func newHarness(t *testing.T) *harness {
 	h.open()
 	t.Cleanup(func() {
 		if h.a != nil {
-			if err := h.stop(); err != nil && !errors.Is(err, ErrJournalFailed) {
+			if err := h.stop(); err != nil {
 				t.Errorf("stopping authority: %v", err)
 			}
 		}

@@ -259,16 +259,16 @@ func (a *Authority) apply(b *batch) {
 	for name, o := range b.owners {
 		l.owners[name] = o
 	}
-	close(a.changed)
-	a.changed = make(chan struct{})
+	a.committedLocked()
+	a.notifyLocked()
 }
 
 // Run is the authority's writer: it takes the requests that wait, runs
 // them in one transaction, commits, and only then answers them; and it
 // expires prepared attempts at their deadlines. It blocks until ctx ends
-// and returns nil then, having answered every request it took. It returns
-// an error wrapping ErrJournalFailed if a commit fails: the authority then
-// refuses everything until it is reopened.
+// and returns nil then, having answered every request it took. A commit
+// that fails refuses its requests (ErrJournalFailed: nothing recorded)
+// and the writer goes on: the next request tries again.
 func (a *Authority) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("admission: Run called twice: %w", ErrClosed)
@@ -300,9 +300,6 @@ func (a *Authority) Run(ctx context.Context) error {
 		case <-expiry:
 			armed = a.runBatch(nil, timer)
 		}
-		if err := a.failure(); err != nil {
-			return err
-		}
 	}
 }
 
@@ -323,8 +320,9 @@ var fired = func() chan time.Time {
 }()
 
 // arm sets timer to the earliest deadline of a prepared attempt, dropping
-// stale heap entries. A deadline already passed is due now rather than a
-// zero timer: that is on time whatever the clock does with zero timers.
+// stale heap entries, and no earlier than the next try after a failed
+// commit. A deadline already passed is due now rather than a zero timer:
+// that is on time whatever the clock does with zero timers.
 func (a *Authority) arm(timer clock.Timer) due {
 	if !timer.Stop() {
 		select {
@@ -336,7 +334,8 @@ func (a *Authority) arm(timer clock.Timer) due {
 	for q.Len() > 0 {
 		top := (*q)[0]
 		if at, ok := a.led.prepared[top.id]; ok && at.Equal(top.at) {
-			d := top.at.Sub(a.clock.Now())
+			now := a.clock.Now()
+			d := max(top.at.Sub(now), a.retryAt.Sub(now))
 			if d <= 0 {
 				return dueNow
 			}
@@ -372,15 +371,18 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 			reqs[i] = nil
 		}
 	}()
-	failAll := func(err error) {
-		a.fail(err)
+	refuse := func(err error) {
 		for _, r := range reqs {
-			r.val, r.err = nil, a.failure()
+			r.val, r.err = nil, err
 		}
+	}
+	if err := a.fenced(); err != nil {
+		refuse(err)
+		return
 	}
 	tx, err := a.db.Begin(true)
 	if err != nil {
-		failAll(err)
+		refuse(a.commitFailed(err, 0))
 		return
 	}
 	b := a.newBatch(tx)
@@ -404,9 +406,12 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 			b.rollback(mark)
 		}
 	}
+	if err == nil && b.dirty() {
+		err = b.flush()
+	}
 	if err != nil {
 		tx.Rollback()
-		failAll(err)
+		refuse(a.commitFailed(err, 0))
 		return
 	}
 	if !b.dirty() {
@@ -414,13 +419,9 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 		tx.Rollback()
 		return
 	}
-	if err := b.flush(); err != nil {
-		tx.Rollback()
-		failAll(err)
-		return
-	}
+	txid := tx.ID()
 	if err := tx.Commit(); err != nil {
-		failAll(err)
+		refuse(a.commitFailed(err, txid))
 		return
 	}
 	a.apply(b)

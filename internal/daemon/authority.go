@@ -218,6 +218,7 @@ func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
 		Charged:         int64(s.Charged),
 		Ready:           s.Ready,
 		NotReady:        string(s.NotReady),
+		NotReadySince:   s.JournalFailedAt,
 	}
 	return st
 }
@@ -271,8 +272,10 @@ func (v *view) Backup(ctx context.Context) (*os.File, error) {
 }
 
 // followAdmission tells watchers of the Host that the authority's view
-// changed, at every commit, until ctx ends.
+// changed, at every commit and when its journal fails or recovers, and
+// logs those, until ctx ends.
 func (d *Daemon) followAdmission(ctx context.Context) {
+	var failing admission.NotReady
 	for {
 		select {
 		case <-ctx.Done():
@@ -280,5 +283,23 @@ func (d *Daemon) followAdmission(ctx context.Context) {
 		case <-d.auth.Changed():
 			d.view.changed[v1alpha1.KindHost].notify()
 		}
+		s := d.auth.Snapshot()
+		switch {
+		case journalReason(s.NotReady) && s.NotReady != failing:
+			d.log.Error("admission refused: the journal cannot commit; the next request tries again",
+				"reason", s.NotReady, "journal", d.cfg.journalFile(), "err", d.auth.JournalError())
+			failing = s.NotReady
+		case !journalReason(s.NotReady) && failing != "":
+			d.log.Info("admission journal commits again", "journal", d.cfg.journalFile())
+			failing = ""
+		}
 	}
+}
+
+func journalReason(r admission.NotReady) bool {
+	switch r {
+	case admission.NotReadyJournalFull, admission.NotReadyJournalFailed, admission.NotReadyJournalUnknown:
+		return true
+	}
+	return false
 }

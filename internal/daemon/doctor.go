@@ -7,10 +7,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
@@ -64,6 +66,8 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 		checks = append(checks, c)
 	}
 
+	checks = append(checks, d.admissionCheck())
+
 	st := d.source.Status()
 	c := localapi.Check{Name: "config dir", OK: !st.Missing && len(st.Errors) == 0 && !st.Held}
 	switch {
@@ -80,6 +84,45 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 	}
 	rep.Checks = append(checks, c)
 	return rep
+}
+
+// admissionCheck says whether the admission authority can decide, and
+// why not.
+func (d *Daemon) admissionCheck() localapi.Check {
+	s := d.auth.Snapshot()
+	c := localapi.Check{Name: "admission", OK: s.Ready}
+	since := ""
+	if !s.JournalFailedAt.IsZero() {
+		since = " since " + s.JournalFailedAt.UTC().Format(time.RFC3339)
+	}
+	switch s.NotReady {
+	case "":
+		c.Detail = fmt.Sprintf("ready; %d attempts hold reservations", s.Charged)
+	case admission.NotReadyJournalFull:
+		c.Detail = fmt.Sprintf("launches of participating workspaces are refused%s: the state disk is full (%s free in %s), so the journal cannot record them",
+			since, freeSpace(d.cfg.StateDir), d.cfg.StateDir)
+		c.Fix = "free space on the file system of " + d.cfg.StateDir + "; the next launch tries again, no restart needed"
+	case admission.NotReadyJournalFailed:
+		c.Detail = "launches of participating workspaces are refused" + since + ": a journal write failed; marshald's log has the cause"
+		c.Fix = "check the state disk of " + d.cfg.StateDir + "; the next launch tries again, no restart needed"
+	case admission.NotReadyJournalUnknown:
+		c.Detail = "launches of participating workspaces are refused" + since + ": a journal commit reported failure yet was written, so its outcome is unknown"
+		c.Fix = "check the state disk of " + d.cfg.StateDir + ", then restart marshald: it checks the journal when it opens it"
+	default:
+		c.Detail = "not ready: " + string(s.NotReady)
+		c.Fix = "marshalctl describe host shows what the authority waits for"
+	}
+	return c
+}
+
+// freeSpace says how many bytes the file system of dir has free for an
+// unprivileged writer.
+func freeSpace(dir string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d bytes", int64(st.Bavail)*st.Bsize)
 }
 
 func (d *Daemon) systemdCheck() localapi.Check {

@@ -424,9 +424,10 @@ func (l *Launcher) authCtx(ctx context.Context) (context.Context, context.Cancel
 
 // unknownOutcome reports whether err leaves the authority's answer
 // unknown: the request may have been taken and committed, and its answer
-// lost.
+// lost, or its commit reported failure although the journal holds it.
 func unknownOutcome(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, admission.ErrOutcomeUnknown)
 }
 
 func (l *Launcher) observeAdmission(result string) {

@@ -70,7 +70,7 @@ type ownerRecord struct {
 
 func (o *ownerRecord) validate(name string) error {
 	if o.Name != name || !validOwner(o.Name) || o.Generation == 0 || o.Process.PID <= 0 || o.Process.BootID == "" {
-		return fmt.Errorf("owner %q: %w", name, ErrJournalInconsistent)
+		return fmt.Errorf("owner %+q: %w", name, ErrJournalInconsistent)
 	}
 	return nil
 }
@@ -308,7 +308,7 @@ func encodeRecord(r *Record) ([]byte, error) {
 // is the attempt the index says is there.
 func decodeRecord(seq uint64, id string, data []byte) (*Record, error) {
 	if data == nil {
-		return nil, fmt.Errorf("attempt %s: no record at %d: %w", id, seq, ErrJournalInconsistent)
+		return nil, fmt.Errorf("attempt %+q: no record at %d: %w", id, seq, ErrJournalInconsistent)
 	}
 	var s storedRecord
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -317,7 +317,7 @@ func decodeRecord(seq uint64, id string, data []byte) (*Record, error) {
 	r := s.Record
 	r.permitHash = s.PermitHash
 	if id != "" && r.ID != id {
-		return nil, fmt.Errorf("attempt %s: record %d holds %q: %w", id, seq, r.ID, ErrJournalInconsistent)
+		return nil, fmt.Errorf("attempt %+q: record %d holds %+q: %w", id, seq, r.ID, ErrJournalInconsistent)
 	}
 	return &r, nil
 }
@@ -365,7 +365,7 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 			return err
 		}
 		if other, dup := l.keys[r.ID]; dup {
-			return fmt.Errorf("attempt %s is recorded at %d and %d: %w", r.ID, other, seq, ErrJournalInconsistent)
+			return fmt.Errorf("attempt %+q is recorded at %d and %d: %w", r.ID, other, seq, ErrJournalInconsistent)
 		}
 		l.keys[r.ID] = seq
 		l.next = seq + 1 // ForEach walks the keys in order
@@ -394,7 +394,7 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	err = owners.ForEach(func(k, v []byte) error {
 		var o ownerRecord
 		if err := json.Unmarshal(v, &o); err != nil {
-			return fmt.Errorf("owner %q: %w: %w", k, ErrJournalInconsistent, err)
+			return fmt.Errorf("owner %+q: %w: %w", k, ErrJournalInconsistent, err)
 		}
 		if err := o.validate(string(k)); err != nil {
 			return err

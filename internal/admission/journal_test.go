@@ -6,8 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"unicode"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -244,6 +246,10 @@ func TestOpenRefusesAnInconsistentJournal(t *testing.T) {
 			data, _ := json.Marshal(raw)
 			return b.Put(k, data)
 		})},
+		{"id_with_a_corrupt_byte", at(key(1), func(b *bolt.Bucket, k []byte) error {
+			data := bytes.Replace(b.Get(k), []byte(key(1)), append([]byte{0xff}, key(1)[1:]...), 1)
+			return b.Put(k, data)
+		})},
 		{"owner_without_process", func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketOwners).Put([]byte("runner"), []byte(`{"name":"runner","generation":1}`))
 		}},
@@ -266,6 +272,10 @@ func TestOpenRefusesAnInconsistentJournal(t *testing.T) {
 			_, err := openJournal(t, h.path)
 			if !errors.Is(err, ErrJournalInconsistent) {
 				t.Fatalf("Open = %v, want %v", err, ErrJournalInconsistent)
+			}
+			// What the journal holds is shown escaped, never as raw bytes.
+			if msg := err.Error(); strings.ContainsFunc(msg, func(r rune) bool { return r > unicode.MaxASCII }) {
+				t.Fatalf("Open = %q, which shows bytes of the journal unescaped", msg)
 			}
 			if after, _ := os.ReadFile(h.path); !bytes.Equal(before, after) {
 				t.Fatal("Open changed the journal it refused")

@@ -490,8 +490,10 @@ func (r *Record) scopeName() string { return scope.ScopeName(r.Intent.Profile, r
 // validate checks the invariants every stored record keeps; Open refuses
 // a journal with a record that breaks one.
 func (r *Record) validate() error {
+	// The ID is read from the journal and may be anything: quoted, in
+	// ASCII, so a corrupt byte shows as its escape.
 	bad := func(what string) error {
-		return fmt.Errorf("attempt %s: %s: %w", r.ID, what, ErrJournalInconsistent)
+		return fmt.Errorf("attempt %+q: %s: %w", r.ID, what, ErrJournalInconsistent)
 	}
 	switch {
 	case !scope.ValidID(r.ID):

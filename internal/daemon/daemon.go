@@ -83,6 +83,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 	}()
 
+	if err := prepareStateDir(cfg.StateDir, log.Warn); err != nil {
+		return nil, err
+	}
 	_, statErr := os.Stat(cfg.stateFile())
 	firstStart := errors.Is(statErr, fs.ErrNotExist)
 	if d.db, err = state.Open(cfg.stateFile()); err != nil {

@@ -33,8 +33,16 @@ import (
 //
 // A journal that is not fenced tries every new request: admission
 // resumes by itself with the first commit that succeeds, once the file
-// system has space again. Expiry waits between tries, so a full disk is
-// not written to in a loop.
+// system has space again. On a full disk a small commit may still fit in
+// pages the journal freed earlier, while the next that must grow the file
+// fails: so a failure for want of space is cleared only by a commit made
+// while the file system has roomToGrow free. Expiry waits between tries,
+// so a full disk is not written to in a loop.
+
+// roomToGrow is the free space after which a journal that failed for
+// want of space counts as able to grow again: well above what a commit
+// of many requests adds.
+const roomToGrow = 1 << 20
 
 // Waits between tries of an expiry that failed to commit.
 const (
@@ -107,13 +115,20 @@ func (a *Authority) commitFailed(cause error, txid int) error {
 	return fmt.Errorf("%w: nothing was recorded: %w", ErrJournalFailed, cause)
 }
 
-// committed clears the failure once a commit succeeded. The caller holds
-// a.mu.
+// committedLocked clears the failure once a commit succeeded, and for a
+// failure for want of space, once the file system has room again. The
+// caller holds a.mu.
 func (a *Authority) committedLocked() {
-	a.retry, a.retryAt = 0, time.Time{}
-	if a.journal.err != nil {
-		a.journal = journalState{}
+	if a.journal.err == nil || a.journal.fenced {
+		return
 	}
+	if a.journal.full {
+		if free, ok := freeBytes(a.db.Path()); ok && free < roomToGrow {
+			return
+		}
+	}
+	a.retry, a.retryAt = 0, time.Time{}
+	a.journal = journalState{}
 }
 
 // journalHolds reports whether the journal's state is transaction txid

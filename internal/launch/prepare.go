@@ -640,14 +640,62 @@ func (pe *PreparedExecution) begin(ctx context.Context) (admission.Permit, *Refu
 }
 
 // abandon reports that a begun launch created nothing.
+//
+// An abandonment the journal could not record (a full state disk) is
+// tried again in the background until it is recorded: the attempt holds
+// its reservation meanwhile, and no one else would ever release it while
+// marshald runs.
 func (l *Launcher) abandon(ctx context.Context, id string, reason admission.AbandonReason) State {
 	actx, cancel := l.authCtx(ctx)
 	defer cancel()
-	if _, err := l.auth.AbandonLaunch(actx, l.principal, id, reason); err != nil {
-		l.log.Warn("abandoning a launch", "attempt", id, "reason", reason, "err", err)
-		return StateUnknown
+	_, err := l.auth.AbandonLaunch(actx, l.principal, id, reason)
+	if err == nil {
+		return StateCancelled
 	}
-	return StateCancelled
+	l.log.Warn("abandoning a launch", "attempt", id, "reason", reason, "err", err)
+	if errors.Is(err, admission.ErrJournalFailed) {
+		l.goBackground(func(ctx context.Context) { l.abandonLater(ctx, id, reason) })
+	}
+	return StateUnknown
+}
+
+// Waits between tries of an abandonment the journal could not record.
+const (
+	minAbandonRetry = time.Second
+	maxAbandonRetry = 30 * time.Second
+)
+
+// abandonLater tries to abandon attempt id until the journal records it,
+// the attempt is no longer the launcher's to abandon, or ctx ends. It
+// tries again when the journal next commits, which shows it has space
+// again, and after a wait growing to maxAbandonRetry.
+func (l *Launcher) abandonLater(ctx context.Context, id string, reason admission.AbandonReason) {
+	wait := minAbandonRetry
+	for {
+		var committed <-chan struct{}
+		if c, ok := l.auth.(interface{ Changed() <-chan struct{} }); ok {
+			committed = c.Changed()
+		}
+		t := l.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-committed:
+			t.Stop()
+		case <-t.C():
+		}
+		actx, cancel := l.authCtx(ctx)
+		_, err := l.auth.AbandonLaunch(actx, l.principal, id, reason)
+		cancel()
+		if !errors.Is(err, admission.ErrJournalFailed) {
+			if err != nil {
+				l.log.Warn("abandoning a launch", "attempt", id, "reason", reason, "err", err)
+			}
+			return
+		}
+		wait = min(2*wait, maxAbandonRetry)
+	}
 }
 
 // stateOf is the refusal state of an attempt found in phase p.

@@ -148,6 +148,14 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 	return b.String(), nil
 }
 
+// notReadyWhy says what the admission authority's reasons for not
+// deciding mean to the person reading describe.
+var notReadyWhy = map[string]string{
+	"journal_full":    "the state disk is full, so launches that need admission are refused; free space and the next launch tries again",
+	"journal_failed":  "a journal write failed, so launches that need admission are refused; the next launch tries again (marshald's log has the cause)",
+	"journal_unknown": "a journal commit's outcome is unknown, so every launch that needs admission is refused until marshald is restarted",
+}
+
 // describeAdmission writes a Host's admission: whether the authority
 // decides, the pressure level and why, and each resource's capacity,
 // target, committed and free amounts.
@@ -155,7 +163,14 @@ func describeAdmission(b *strings.Builder, a *v1alpha1.AdmissionStatus) {
 	b.WriteString("Admission:\n")
 	ready := "True"
 	if !a.Ready {
-		ready = "False (" + orDash(a.NotReady) + ")"
+		ready = "False (" + orDash(a.NotReady)
+		if !a.NotReadySince.IsZero() {
+			ready += " since " + age(a.NotReadySince)
+		}
+		ready += ")"
+		if why := notReadyWhy[a.NotReady]; why != "" {
+			ready += ": " + why
+		}
 	}
 	fmt.Fprintf(b, "  %-10s%s\n", "Ready:", ready)
 	pressure := orDash(a.Pressure)

@@ -219,7 +219,8 @@ func call[T any](ctx context.Context, a *Authority, now time.Time, fn func(*batc
 }
 
 // Changed returns a channel that is closed when the journal next commits
-// a change, for watchers of Snapshot and Charged.
+// a change or the host's inputs (SetHost, SetPlan) move, for watchers of
+// Snapshot and Charged.
 func (a *Authority) Changed() <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -242,9 +243,19 @@ func (a *Authority) SetHost(capacity *v1alpha1.Capacity, preparedTTL time.Durati
 		return err
 	}
 	a.inMu.Lock()
-	defer a.inMu.Unlock()
 	a.inputs.capacity, a.inputs.source, a.inputs.ttl, a.inputs.hostSet = b, src, preparedTTL, true
+	a.inMu.Unlock()
+	a.inputsChanged()
 	return nil
+}
+
+// inputsChanged wakes the watchers of Changed after the host's inputs
+// moved: what Snapshot says (readiness, capacity, target) changed
+// without a commit.
+func (a *Authority) inputsChanged() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notifyLocked()
 }
 
 // SetPlan sets the per-resource plan from the cgroup backend's probe.
@@ -254,8 +265,9 @@ func (a *Authority) SetPlan(caps cgroup.Capabilities) error {
 		return err
 	}
 	a.inMu.Lock()
-	defer a.inMu.Unlock()
 	a.inputs.plan = &p
+	a.inMu.Unlock()
+	a.inputsChanged()
 	return nil
 }
 

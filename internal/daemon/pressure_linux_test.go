@@ -101,9 +101,11 @@ func TestPressureExplainsItself(t *testing.T) {
 
 	c := client.New(cfg.Socket)
 	var host v1alpha1.Host
-	watchUntil(t, c, "hosts", &host, "the Host constrained", func() bool {
+	// Ready: the authority has the Host's capacity and the probed plan,
+	// so a run is decided rather than refused as unavailable.
+	watchUntil(t, c, "hosts", &host, "the Host's admission ready and constrained", func() bool {
 		a := host.Status.Admission
-		return a != nil && a.Pressure == "constrained" && a.Target.CPUMilli == 750
+		return a != nil && a.Ready && a.Pressure == "constrained" && a.Target.CPUMilli == 750
 	})
 	var ws v1alpha1.Workspace
 	watchUntil(t, c, "workspaces", &ws, "the workspace Ready", func() bool {

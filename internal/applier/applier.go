@@ -207,18 +207,13 @@ func otherHost(decl Declarations, name string) (other, file string, ok bool) {
 // loadTarget loads the file at rel inside dir, or returns nil when there
 // is none.
 func loadTarget(dir, rel string) (*loader.File, error) {
-	path := filepath.Join(dir, rel)
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+	data, err := readFile(dir, rel, loader.MaxFileSize)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading %s: %w", rel, err)
 	}
-	f := loader.LoadFile(path)
-	for _, e := range f.Errors {
-		if errors.Is(e, loader.ErrRead) {
-			return nil, fmt.Errorf("reading %s: %w", rel, e)
-		}
-	}
+	f := loader.LoadBytes(filepath.Join(dir, rel), data)
 	return &f, nil
 }
 

@@ -720,3 +720,54 @@ func TestSnapshot(t *testing.T) {
 		t.Errorf("Lookup(Host/local) found an undeclared object")
 	}
 }
+
+// A symlink that leaves the config dir is never followed to write,
+// remove or read: apply and delete refuse, and nothing outside changes.
+func TestApplyAndDeleteNeverLeaveTheConfigDir(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	writeFile(t, dir, "applied/profile-coder.yaml", coder)
+	// The daemon still declares coder from applied/ (its last good
+	// version) when applied/ is swapped for a symlink out.
+	decl := scan(t, dir)
+	if err := os.RemoveAll(filepath.Join(dir, AppliedDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, AppliedDir)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, outside, "profile-coder.yaml", coder)
+
+	_, err := Apply(t.Context(), dir, decl, localapi.ApplyRequest{Files: []localapi.ApplyFile{file("w.yaml", writer)}})
+	if !errors.Is(err, ErrOutsideDir) || !strings.Contains(err.Error(), "applied/profile-writer.yaml resolves outside the config dir") {
+		t.Fatalf("Apply through a symlink out = %v, want %v naming the file", err, ErrOutsideDir)
+	}
+	_, err = Apply(t.Context(), dir, decl, localapi.ApplyRequest{Files: []localapi.ApplyFile{file("c.yaml", coderMoreCPU)}})
+	if !errors.Is(err, ErrOutsideDir) {
+		t.Fatalf("Apply of a change through a symlink out = %v, want %v", err, ErrOutsideDir)
+	}
+	_, err = Delete(t.Context(), dir, decl, localapi.DeleteRequest{Kind: "Profile", Name: "coder"})
+	if !errors.Is(err, ErrOutsideDir) {
+		t.Fatalf("Delete through a symlink out = %v, want %v", err, ErrOutsideDir)
+	}
+	if got := tree(t, outside); !slices.Equal(got, []string{"profile-coder.yaml"}) {
+		t.Fatalf("outside the config dir: %v, want only what was there", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(outside, "profile-coder.yaml")); string(data) != coder {
+		t.Fatalf("the file outside was changed:\n%s", data)
+	}
+
+	// A symlink that stays inside is followed, as the loader follows it.
+	os.Remove(filepath.Join(dir, AppliedDir))
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, AppliedDir)); err != nil {
+		t.Fatal(err)
+	}
+	if res := apply(t, dir, false, file("w.yaml", writer)); !slices.Equal(actions(res.Outcomes), []string{"Profile/writer created"}) {
+		t.Fatalf("Apply through a symlink inside = %v", actions(res.Outcomes))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "real", "profile-writer.yaml")); err != nil {
+		t.Fatalf("Apply through a symlink inside did not write there: %v", err)
+	}
+}

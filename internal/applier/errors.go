@@ -7,6 +7,7 @@ var (
 	// not a directory; nothing is written then.
 	ErrNoConfigDir = errors.New("config dir missing")
 	// ErrOutsideDir is returned when Declarations name a file that is not
-	// inside the config dir; it is never removed.
+	// inside the config dir, or a path to write, remove or read resolves
+	// outside it (a symlink leaving it): nothing is touched there.
 	ErrOutsideDir = errors.New("file outside the config dir")
 )

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -190,7 +191,7 @@ func (v *view) Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.A
 			return res, err
 		}
 		if res, err = applier.Apply(ctx, root, v.d.source, req); err != nil {
-			return res, err
+			return res, refusedOutside(err)
 		}
 	}
 	if req.AllowEmpty && !req.DryRun && len(res.Errors) == 0 {
@@ -210,7 +211,18 @@ func (v *view) Delete(ctx context.Context, req localapi.DeleteRequest) (localapi
 	if err != nil {
 		return localapi.DeleteResult{}, err
 	}
-	return applier.Delete(ctx, root, v.d.source, req)
+	res, err := applier.Delete(ctx, root, v.d.source, req)
+	return res, refusedOutside(err)
+}
+
+// refusedOutside answers a write the applier refused because its path
+// leaves the config dir as a conflict with the dir's state, not as
+// marshald's fault.
+func refusedOutside(err error) error {
+	if errors.Is(err, applier.ErrOutsideDir) {
+		return fmt.Errorf("%w: %w", apiserver.ErrConflict, err)
+	}
+	return err
 }
 
 // configRoot is where apply writes: the config dir as it resolves now.

@@ -1,10 +1,13 @@
 package loader
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -337,5 +340,27 @@ func TestDecodeEquivalentForms(t *testing.T) {
 				t.Errorf("tasks: %s = %d, want %d", tc.value, got, tc.want)
 			}
 		})
+	}
+}
+
+// testdata/alias_bomb_valid.yaml is refused by the alias limit alone:
+// with its aliases written out it is a valid manifest. So the limit is
+// what its golden file, and the fuzz corpus seeded from testdata, test.
+func TestAliasBombIsStoppedByTheAliasLimitAlone(t *testing.T) {
+	data, err := os.ReadFile("testdata/alias_bomb_valid.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := LoadBytes("bomb.yaml", data)
+	if len(f.Errors) != 1 || !errors.Is(f.Errors[0], ErrAlias) {
+		t.Fatalf("alias bomb = %v, want only the alias limit", f.Errors)
+	}
+	anchored := regexp.MustCompile(`&h (\[[^\]]*\])`).FindSubmatch(data)
+	if anchored == nil {
+		t.Fatal("no anchor &h in the alias bomb")
+	}
+	expanded := bytes.ReplaceAll(bytes.Replace(data, []byte("&h "), nil, 1), []byte("*h"), anchored[1])
+	if f := LoadBytes("expanded.yaml", expanded); len(f.Errors) > 0 || len(f.Objects) != 1 {
+		t.Fatalf("the alias bomb written out = %d objects, errors %v; want one valid object", len(f.Objects), f.Errors)
 	}
 }

@@ -108,19 +108,32 @@ func (r *Recorder) Warning(obj reconcile.Key, reason, message string) {
 	r.Record(v1alpha1.EventWarning, obj, reason, message)
 }
 
+// WarningN records n repeats of a Warning about obj at once, as n calls
+// of Warning would, with one write: for a caller that aggregates a burst.
+func (r *Recorder) WarningN(obj reconcile.Key, reason, message string, n int64) {
+	r.record(v1alpha1.EventWarning, obj, reason, message, n)
+}
+
 // Record records an event. A repeat of an event still kept is counted and
 // moved to the end, with a new Seq.
 func (r *Recorder) Record(typ v1alpha1.EventType, obj reconcile.Key, reason, message string) {
+	r.record(typ, obj, reason, message, 1)
+}
+
+func (r *Recorder) record(typ v1alpha1.EventType, obj reconcile.Key, reason, message string, n int64) {
+	if n <= 0 {
+		return
+	}
 	now := r.opts.Clock.Now().UTC()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := dedupKey{typ, obj, reason, message}
 	e := &v1alpha1.Event{
 		Type: typ, Object: v1alpha1.ObjectReference{Kind: obj.Kind, Name: obj.Name},
-		Reason: reason, Message: message, Count: 1, FirstSeen: now, LastSeen: now,
+		Reason: reason, Message: message, Count: n, FirstSeen: now, LastSeen: now,
 	}
 	if old := r.byKey[k]; old != nil {
-		e.Count, e.FirstSeen = old.Count+1, old.FirstSeen
+		e.Count, e.FirstSeen = old.Count+n, old.FirstSeen
 		r.remove(old)
 	}
 	if r.opts.Store != nil {

@@ -77,3 +77,17 @@ func TestListWakesWaiters(t *testing.T) {
 		t.Fatal("recording did not close the changed channel")
 	}
 }
+
+func TestWarningNCountsABurstAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	r, _ := New(Options{Clock: clk})
+	ws := reconcile.Key{Kind: v1alpha1.KindWorkspace, Name: "webapp"}
+	r.WarningN(ws, "EgressDenied", "denied evil.example:443", 5)
+	clk.SetTime(time.Unix(1001, 0))
+	r.Warning(ws, "EgressDenied", "denied evil.example:443")
+	r.WarningN(ws, "EgressDenied", "denied evil.example:443", 0)
+	got, _ := r.List(ws, 0)
+	if len(got) != 1 || got[0].Count != 6 || got[0].Type != v1alpha1.EventWarning || !got[0].FirstSeen.Equal(time.Unix(1000, 0)) {
+		t.Fatalf("events = %+v, want one Warning counted 6 times since t=1000", got)
+	}
+}

@@ -1,0 +1,153 @@
+package egress
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/marshal-dev/marshal/internal/scope"
+)
+
+// Launch is what marshald recorded of one launch.
+type Launch struct {
+	// ID is the scope's 32 hex digits.
+	ID        string
+	Profile   string
+	Workspace string
+	// Attempt is the admission attempt, "" when the launch runs
+	// unaccounted.
+	Attempt string
+	// Path is the scope's cgroup2 path relative to the cgroup2 mount,
+	// "" while the scope is being made.
+	Path string
+}
+
+// Launches is marshald's record of the launches it made and whose scopes
+// live.
+type Launches interface {
+	// Launch returns the launch whose scope has ID id, and false when
+	// marshald did not make it or it is over.
+	Launch(id string) (Launch, bool)
+	// Launches returns every launch whose scope exists.
+	Launches() []Launch
+}
+
+// Transports a peer reaches the proxy over.
+const (
+	TransportTCP  = "tcp"
+	TransportUnix = "unix"
+)
+
+// peer is what the kernel says of the process at the other end of an
+// accepted connection.
+type peer struct {
+	transport string
+	// cgroup is the peer's cgroup2 path ("" when unknown): the group its
+	// socket was made in (TCP), or the process's own (unix).
+	cgroup string
+	// cgroupID is the TCP socket's group; sockInode the socket's inode,
+	// which names it in /proc/<pid>/fd.
+	cgroupID  uint64
+	sockInode uint32
+	// pid and uid are the peer process's, when the transport names it
+	// (SO_PEERCRED); a TCP peer's pid is found later, for the audit.
+	pid int
+	uid uint32
+	// hasUID reports whether uid is known.
+	hasUID bool
+}
+
+// Why a peer counts as no launch's. Enumerations, as the audit log
+// writes them.
+const (
+	// UnscopedNone: the peer is in no marshal scope.
+	UnscopedNone = "no_scope"
+	// UnscopedNotLaunched: the peer's group is named like a marshal
+	// scope, but marshald launched no such scope: no launch of that ID,
+	// one of another profile, or one whose scope is elsewhere.
+	UnscopedNotLaunched = "scope_not_launched"
+	// UnscopedUnknown: the kernel could not say where the peer is (it
+	// closed its socket at once, or its group is gone).
+	UnscopedUnknown = "unknown_peer"
+)
+
+// attribution is who a connection is: a launch, or nobody and why.
+type attribution struct {
+	Launch
+	// Scope is the launch's scope unit name, "" when unscoped.
+	Scope string
+	// unscoped says why the peer is no launch's; "" when it is one's.
+	unscoped string
+	// claimed is the scope a peer's group is named like, and why the
+	// launch of its ID is not the peer's, when unscoped is
+	// UnscopedNotLaunched.
+	claimed scope.Identity
+	why     string
+}
+
+func (a attribution) scoped() bool { return a.unscoped == "" }
+
+// key names the peer for the bound on connections per peer: its launch,
+// else its group, else its user.
+func (a attribution) key(p *peer) string {
+	switch {
+	case a.scoped():
+		return "launch:" + a.ID
+	case p.cgroupID != 0:
+		return "cgroup:" + strconv.FormatUint(p.cgroupID, 10)
+	case p.cgroup != "":
+		return "cgroup:" + p.cgroup
+	case p.hasUID:
+		return "uid:" + strconv.FormatUint(uint64(p.uid), 10)
+	}
+	return "unknown"
+}
+
+// check confirms that a peer found in the scope named by id belongs to
+// launch l, which marshald recorded under id.ID: it returns nil, or why
+// not. Each check is one claim of the launch record the peer must meet;
+// the network namespace recorded with a launch would be one more.
+type check func(p *peer, id scope.Identity, l Launch) error
+
+// checks are what a peer in a scope must meet to count as its launch's.
+var checks = []check{
+	// The scope's name says its profile; the launch of that ID must be
+	// of the same profile, so that a scope named for a permissive
+	// profile gains nothing.
+	func(_ *peer, id scope.Identity, l Launch) error {
+		if l.Profile != id.Profile {
+			return fmt.Errorf("scope %s names profile %q; its launch is of %q", id.Scope, id.Profile, l.Profile)
+		}
+		return nil
+	},
+	// The scope must be the one marshald made for the launch, not a
+	// group of the same name elsewhere.
+	func(_ *peer, id scope.Identity, l Launch) error {
+		if l.Path != id.Path {
+			return fmt.Errorf("scope %s is at %s; its launch's is at %s", id.Scope, id.Path, l.Path)
+		}
+		return nil
+	},
+}
+
+// attribute resolves a peer whose cgroup2 path is known to its launch:
+// the scope parser names the scope, and it counts only when marshald
+// launched it and the peer meets every check.
+func attribute(p *peer, launches Launches) attribution {
+	if p.cgroup == "" {
+		return attribution{unscoped: UnscopedUnknown}
+	}
+	id, ok := scope.Parse(p.cgroup)
+	if !ok {
+		return attribution{unscoped: UnscopedNone}
+	}
+	l, ok := launches.Launch(id.ID)
+	if !ok {
+		return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: "marshald recorded no launch " + id.ID}
+	}
+	for _, c := range checks {
+		if err := c(p, id, l); err != nil {
+			return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: err.Error()}
+		}
+	}
+	return attribution{Launch: l, Scope: id.Scope}
+}

@@ -1,0 +1,142 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/marshal-dev/marshal/internal/identity"
+)
+
+// identifier finds the peer of an accepted connection.
+type identifier struct {
+	mount    string
+	diag     sockDiag
+	cgroups  *cgroupIndex
+	launches Launches
+}
+
+func newIdentifier(mount string, launches Launches) *identifier {
+	return &identifier{mount: mount, cgroups: newCgroupIndex(mount), launches: launches}
+}
+
+func (x *identifier) close() { x.diag.close() }
+
+// identify returns the peer of c and who it is. An error means c's peer
+// could not be looked at (c is neither TCP nor unix); a peer the kernel
+// knows nothing of is UnscopedUnknown.
+func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
+	switch c := c.(type) {
+	case *net.TCPConn:
+		p := x.tcpPeer(c)
+		return p, attribute(p, x.launches), nil
+	case *net.UnixConn:
+		p := &peer{transport: TransportUnix}
+		cred, id, err := identity.PeerIdentity(c)
+		p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
+		switch {
+		case err == nil:
+			p.cgroup = id.Path
+			if id.Hierarchy != identity.Unified {
+				// A scope found in systemd's v1 hierarchy only: its
+				// cgroup2 path is not known, and launches record those.
+				p.cgroup = ""
+			}
+		case errors.Is(err, identity.ErrNotManaged):
+			return p, attribution{unscoped: UnscopedNone}, nil
+		default:
+			return p, attribution{unscoped: UnscopedUnknown}, nil
+		}
+		return p, attribute(p, x.launches), nil
+	}
+	return nil, attribution{}, fmt.Errorf("%T: %w", c, ErrUnsupportedListener)
+}
+
+// tcpPeer asks the kernel which group the peer's socket was made in and
+// where that group is.
+func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
+	p := &peer{transport: TransportTCP}
+	// The peer's socket is the one whose local address is our remote.
+	local, remote := addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
+	s, err := x.diag.lookup(local, remote)
+	if err != nil {
+		return p
+	}
+	p.cgroupID, p.sockInode = s.cgroupID, s.inode
+	p.cgroup, _ = x.cgroups.path(s.cgroupID, x.scopePaths)
+	return p
+}
+
+// scopePaths lists the scopes of live launches, where the groups of
+// agents' sockets are.
+func (x *identifier) scopePaths() []string {
+	ls := x.launches.Launches()
+	paths := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if l.Path != "" {
+			paths = append(paths, l.Path)
+		}
+	}
+	return paths
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// maxOwnerProcs and maxOwnerFDs bound the search for a socket's owner.
+const (
+	maxOwnerProcs = 256
+	maxOwnerFDs   = 1 << 16
+)
+
+// socketOwner returns a process of group cgroup (a path relative to the
+// cgroup2 mount) that holds the socket of inode, or 0. The newest
+// processes are looked at first: the one that connected is most often a
+// tool the agent just started.
+func socketOwner(mount, cgroup string, inode uint32) int {
+	if cgroup == "" || inode == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(mount + cgroup + "/cgroup.procs")
+	if err != nil {
+		return 0
+	}
+	var pids []int
+	for f := range strings.FieldsSeq(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	want := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+	fds := 0
+	var link [64]byte
+	for i := len(pids) - 1; i >= 0 && len(pids)-i <= maxOwnerProcs; i-- {
+		dir := "/proc/" + strconv.Itoa(pids[i]) + "/fd/"
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if fds++; fds > maxOwnerFDs {
+				return 0
+			}
+			n, err := unix.Readlink(dir+e.Name(), link[:])
+			if err == nil && string(link[:n]) == want {
+				return pids[i]
+			}
+		}
+	}
+	return 0
+}

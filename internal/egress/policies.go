@@ -1,0 +1,61 @@
+package egress
+
+import (
+	"sync"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/egress/policy"
+)
+
+// policyCache compiles each profile's policy once per generation: every
+// decision still reads the declared policy, and compiles it again only
+// when the profile changed.
+type policyCache struct {
+	src Policies
+	// mu guards byProfile.
+	mu        sync.Mutex
+	byProfile map[string]cachedPolicy
+}
+
+type cachedPolicy struct {
+	generation int64
+	policy     *policy.Policy
+}
+
+// forProfile returns the policy of a peer in a launch of profile, or the
+// reason it has none: the profile is not declared (ReasonNoProfile), or
+// its policy does not compile, which a loaded manifest never does.
+func (c *policyCache) forProfile(profile string) (*policy.Policy, string) {
+	spec, gen, ok := c.src.Egress(profile)
+	if !ok {
+		return nil, ReasonNoProfile
+	}
+	if spec == nil {
+		// Egress is not governed: as without the proxy, but for the
+		// private ranges.
+		return policy.AllowAll, ""
+	}
+	c.mu.Lock()
+	cached, ok := c.byProfile[profile]
+	c.mu.Unlock()
+	if ok && cached.generation == gen && gen != 0 {
+		return cached.policy, ""
+	}
+	pol, err := policy.Compile(spec)
+	if err != nil {
+		return nil, ReasonNoProfile
+	}
+	c.mu.Lock()
+	c.byProfile[profile] = cachedPolicy{generation: gen, policy: pol}
+	c.mu.Unlock()
+	return pol, ""
+}
+
+// forUnscoped returns the policy of a peer in no launch, or
+// ReasonUnscoped when the Host does not allow unscoped egress.
+func (c *policyCache) forUnscoped() (*policy.Policy, string) {
+	if c.src.Unscoped() == v1alpha1.EgressAllow {
+		return policy.AllowAll, ""
+	}
+	return nil, ReasonUnscoped
+}

@@ -1,0 +1,461 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/cgroup"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConns         = 4096
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultResolveTimeout   = 5 * time.Second
+	DefaultDialTimeout      = 10 * time.Second
+	DefaultIdleTimeout      = 10 * time.Minute
+	DefaultKeepAlive        = 60 * time.Second
+	DefaultMaxHeaderBytes   = 32 << 10
+)
+
+// Policies is where the proxy reads the rules, at every decision.
+type Policies interface {
+	// Egress returns the egress policy profile declares, nil when it
+	// declares none, with the profile's generation; ok is false when the
+	// profile is not declared.
+	Egress(profile string) (spec *v1alpha1.EgressSpec, generation int64, ok bool)
+	// Unscoped returns the Host's spec.egress.unscoped, "" when the Host
+	// does not say.
+	Unscoped() v1alpha1.EgressAction
+}
+
+// Resolver looks names up; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Dialer dials destinations; *net.Dialer is one.
+type Dialer interface {
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// Auditor keeps the record of every decision.
+type Auditor interface {
+	Audit(r *Record)
+}
+
+// Metrics counts what the proxy decides and carries; *metrics.Metrics
+// is one. Profile is "" for a peer in no launch; verdict is allow, deny
+// or error.
+type Metrics interface {
+	ObserveEgress(profile, verdict string, decision time.Duration)
+	AddEgressBytes(profile string, out, in int64)
+}
+
+// Options configure a Proxy. Launches and Policies are required.
+type Options struct {
+	Launches Launches
+	Policies Policies
+	// CgroupMount is the cgroup2 mount point, which launches' paths are
+	// relative to. Found in /proc/self/mountinfo by default.
+	CgroupMount string
+	// Resolver resolves destination names; net.DefaultResolver by
+	// default.
+	Resolver Resolver
+	// Dialer dials destinations; a net.Dialer by default.
+	Dialer Dialer
+	// Audit, when set, receives every decision.
+	Audit Auditor
+	// Events, when set, is told of denials and of scopes marshald did
+	// not launch, as aggregated Warning events.
+	Events EventRecorder
+	// Metrics, when set, counts decisions and bytes.
+	Metrics Metrics
+	// Clock stamps records; the real clock by default.
+	Clock clock.PassiveClock
+	// MaxConns bounds the connections open at once; DefaultMaxConns by
+	// default. MaxConnsPerPeer bounds those of one launch (or, for a
+	// peer in none, of one cgroup or user); a quarter of MaxConns by
+	// default.
+	MaxConns        int
+	MaxConnsPerPeer int
+	// HandshakeTimeout bounds reading a request: a SOCKS handshake, an
+	// HTTP request's head. DefaultHandshakeTimeout by default.
+	HandshakeTimeout time.Duration
+	// ResolveTimeout and DialTimeout bound resolving a destination and
+	// connecting to it.
+	ResolveTimeout time.Duration
+	DialTimeout    time.Duration
+	// IdleTimeout closes a tunnel that carried nothing either way for
+	// that long; DefaultIdleTimeout by default. KeepAlive closes an HTTP
+	// connection idle between requests; DefaultKeepAlive by default.
+	IdleTimeout time.Duration
+	KeepAlive   time.Duration
+	// MaxHeaderBytes bounds an HTTP request's head.
+	MaxHeaderBytes int
+	// Logger receives what goes wrong; discarded by default.
+	Logger *slog.Logger
+}
+
+// Proxy is marshald's egress proxy: one listener serves HTTP forward
+// requests, CONNECT and SOCKS5, and each connection is decided on the
+// rules of the launch its peer belongs to. Create it with New and run it
+// with Run.
+type Proxy struct {
+	opts     Options
+	log      *slog.Logger
+	ident    *identifier
+	policies *policyCache
+	events   *aggregator
+	http     *http.Server
+	reverse  http.Handler
+
+	// httpConns hands connections that speak HTTP to the http.Server.
+	httpConns *connListener
+
+	// mu guards the fields that follow.
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	perPeer map[string]int
+	stopped bool
+	// wg counts the goroutines of connections.
+	wg sync.WaitGroup
+}
+
+// New returns a Proxy; Run serves it.
+func New(opts Options) (*Proxy, error) {
+	if opts.Launches == nil || opts.Policies == nil {
+		return nil, fmt.Errorf("Launches and Policies are required: %w", ErrInvalidOptions)
+	}
+	if opts.CgroupMount == "" {
+		m, err := cgroup.ReadMounts()
+		if err != nil {
+			return nil, fmt.Errorf("egress: %w", err)
+		}
+		opts.CgroupMount = m.V2
+	}
+	defaults(&opts)
+	p := &Proxy{
+		opts:      opts,
+		log:       opts.Logger,
+		ident:     newIdentifier(opts.CgroupMount, opts.Launches),
+		policies:  &policyCache{src: opts.Policies, byProfile: map[string]cachedPolicy{}},
+		httpConns: newConnListener(),
+		conns:     map[*conn]struct{}{},
+		perPeer:   map[string]int{},
+	}
+	if opts.Events != nil {
+		p.events = newAggregator(opts.Events, opts.Clock)
+	}
+	p.http = p.newHTTPServer()
+	p.reverse = p.newReverseProxy()
+	return p, nil
+}
+
+func defaults(o *Options) {
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.Dialer == nil {
+		o.Dialer = &net.Dialer{Timeout: o.DialTimeout}
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerPeer <= 0 {
+		o.MaxConnsPerPeer = max(1, o.MaxConns/4)
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.ResolveTimeout <= 0 {
+		o.ResolveTimeout = DefaultResolveTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Run serves the listeners until ctx ends, then closes them and every
+// connection, waits for their goroutines and returns nil. It returns an
+// error, once everything stopped, when a listener fails first.
+func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer p.ident.close()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(lns)+1)
+	p.http.BaseContext = func(net.Listener) context.Context { return ctx }
+	wg.Go(func() {
+		if err := p.http.Serve(p.httpConns); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			errs <- fmt.Errorf("egress: serving http: %w", err)
+			cancel()
+		}
+	})
+	if p.events != nil {
+		wg.Go(func() { p.events.run(ctx) })
+	}
+	for _, ln := range lns {
+		wg.Go(func() {
+			if err := p.accept(ctx, ln); err != nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	<-ctx.Done()
+	for _, ln := range lns {
+		ln.Close()
+	}
+	p.httpConns.Close()
+	p.mu.Lock()
+	p.stopped = true
+	open := make([]*conn, 0, len(p.conns))
+	for c := range p.conns {
+		open = append(open, c)
+	}
+	p.mu.Unlock()
+	p.http.Close()
+	for _, c := range open {
+		c.Close()
+	}
+	wg.Wait()
+	p.wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// accept accepts connections on ln until ctx ends. A temporary failure
+// (out of file descriptors) is waited out, as net/http does.
+func (p *Proxy) accept(ctx context.Context, ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				p.log.Warn("egress: accepting a connection", "err", err, "retry_in", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil
+				case <-t.C:
+				}
+				continue
+			}
+			return fmt.Errorf("egress: accepting on %s: %w", ln.Addr(), err)
+		}
+		backoff = 0
+		c := &conn{Conn: nc, p: p, accepted: p.opts.Clock.Now()}
+		if !p.track(c) {
+			nc.Close()
+			return nil
+		}
+		p.wg.Go(func() { p.serve(ctx, c) })
+	}
+}
+
+// track registers c, and reports false once the proxy is stopping.
+func (p *Proxy) track(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+// acquire takes one of the connections of key's share, and reports false
+// when the proxy or that share is full.
+func (p *Proxy) acquire(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.conns) > p.opts.MaxConns || p.perPeer[key] >= p.opts.MaxConnsPerPeer {
+		return false
+	}
+	p.perPeer[key]++
+	return true
+}
+
+// forget unregisters c and gives back its share.
+func (p *Proxy) forget(c *conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+	if c.key != "" {
+		if p.perPeer[c.key]--; p.perPeer[c.key] <= 0 {
+			delete(p.perPeer, c.key)
+		}
+	}
+}
+
+// serve identifies c's peer, tells its protocol by the first byte and
+// serves it: SOCKS5 here, HTTP through the http.Server.
+func (p *Proxy) serve(ctx context.Context, c *conn) {
+	peer, who, err := p.ident.identify(c.Conn)
+	if err != nil {
+		p.log.Warn("egress: connection not identified", "err", err)
+		c.Close()
+		return
+	}
+	c.peer, c.who = peer, who
+	if who.unscoped == UnscopedNotLaunched && p.events != nil {
+		p.events.notLaunched(who)
+	}
+	if who.scoped() && peer.pid == 0 {
+		c.owner = p.findOwner(peer)
+	}
+	c.SetReadDeadline(time.Now().Add(p.opts.HandshakeTimeout))
+	var first [1]byte
+	if _, err := io.ReadFull(c.Conn, first[:]); err != nil {
+		c.Close()
+		return
+	}
+	c.peeked = first[:]
+	full := !p.acquire(who.key(peer))
+	if !full {
+		c.key = who.key(peer)
+	}
+	switch first[0] {
+	case socks5Version:
+		c.peeked = nil
+		p.serveSOCKS(ctx, c, full)
+	case socks4Version:
+		// A SOCKS4 client gets SOCKS4's refusal, not an HTTP error.
+		c.Write([]byte{0, 0x5b, 0, 0, 0, 0, 0, 0})
+		c.Close()
+	default:
+		if full {
+			p.refuseFull(c)
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		if !p.httpConns.hand(c) {
+			c.Close()
+		}
+	}
+}
+
+// refuseFull answers an HTTP request on c that the connection bound
+// refuses, without reading more than its head.
+func (p *Proxy) refuseFull(c *conn) {
+	rec := p.newRecord(c, ProtocolHTTP)
+	if req, err := http.ReadRequest(bufio.NewReaderSize(io.LimitReader(c, int64(p.opts.MaxHeaderBytes)), 4096)); err == nil {
+		if t, err := httpTarget(req); err == nil {
+			rec.Protocol, rec.Host, rec.Port = t.protocol, t.host, t.port
+		}
+	}
+	rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
+	writeStatus(c, http.StatusServiceUnavailable, "too many connections from this peer", nil)
+	p.finish(c, rec)
+	c.Close()
+}
+
+// conn is an accepted connection and what is known of its peer.
+type conn struct {
+	net.Conn
+	p        *Proxy
+	accepted time.Time
+	// peeked holds the bytes read to tell the protocol, which Read
+	// returns first.
+	peeked []byte
+	peer   *peer
+	who    attribution
+	// key is the peer's share the connection holds, "" when none.
+	key string
+	// owner, when set, says which process holds the peer's socket.
+	owner func() (int, string)
+	once  sync.Once
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	if len(c.peeked) > 0 {
+		n := copy(b, c.peeked)
+		c.peeked = c.peeked[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
+}
+
+// Close closes the connection and gives back its share, once.
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.p.forget(c) })
+	return err
+}
+
+// connListener is a net.Listener fed by hand: the http.Server serves
+// the connections the proxy found to speak HTTP.
+type connListener struct {
+	ch     chan net.Conn
+	done   chan struct{}
+	closer sync.Once
+}
+
+func newConnListener() *connListener {
+	return &connListener{ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// hand gives c to the server, and reports false once it stopped.
+func (l *connListener) hand(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *connListener) Close() error {
+	l.closer.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "egress", Net: "unix"} }

@@ -16,21 +16,45 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup"
 )
 
-// Authority is what the launch path asks of the admission authority;
+// Authority is what the launch path asks of the admission authority:
+// the three parts below, each owned by the step that uses it;
 // *admission.Authority is one. Each method's contract is the authority's.
 type Authority interface {
-	Register(ctx context.Context, owner string, generation uint64, peer admission.Peer) (admission.Principal, error)
+	Admissions
+	Commitments
+	Recovery
+}
+
+// Admissions is what preparing an execution asks: its attempt admitted,
+// looked up once after an unknown answer, cancelled when it is not
+// launched; and the snapshot that a denial and an explanation are told
+// from.
+type Admissions interface {
 	Admit(ctx context.Context, p admission.Principal, key, digest string, intent admission.Intent) (admission.Record, error)
+	Lookup(ctx context.Context, p admission.Principal, key string) (admission.Record, error)
+	Cancel(ctx context.Context, p admission.Principal, key string) (admission.Record, error)
+	Snapshot() admission.Snapshot
+}
+
+// Commitments is what launching a prepared execution asks: the launch
+// begun, its scope bound and its run authorized, or the launch abandoned
+// when it made nothing.
+type Commitments interface {
 	BeginLaunch(ctx context.Context, p admission.Principal, key string) (admission.Launch, error)
 	BindScope(ctx context.Context, p admission.Principal, key string, permit admission.Permit, ev admission.ScopeEvidence) (admission.Record, error)
 	AuthorizeRun(ctx context.Context, p admission.Principal, key string, permit admission.Permit) (admission.Run, error)
 	AbandonLaunch(ctx context.Context, p admission.Principal, key string, reason admission.AbandonReason) (admission.Record, error)
-	AbandonInherited(ctx context.Context, p admission.Principal, key string, reason admission.AbandonReason) (admission.Record, error)
-	Cancel(ctx context.Context, p admission.Principal, key string) (admission.Record, error)
-	Lookup(ctx context.Context, p admission.Principal, key string) (admission.Record, error)
-	Reconcile(ctx context.Context, key string, ev admission.ScopeEvidence) (admission.Record, error)
+}
+
+// Recovery is what owning launches across restarts asks: the owner's
+// generation registered, the attempts an earlier generation left charged
+// found and abandoned when they made nothing, and an attempt reconciled
+// with the evidence of its ended scope.
+type Recovery interface {
+	Register(ctx context.Context, owner string, generation uint64, peer admission.Peer) (admission.Principal, error)
 	Charged(ctx context.Context) ([]admission.Record, error)
-	Snapshot() admission.Snapshot
+	AbandonInherited(ctx context.Context, p admission.Principal, key string, reason admission.AbandonReason) (admission.Record, error)
+	Reconcile(ctx context.Context, key string, ev admission.ScopeEvidence) (admission.Record, error)
 }
 
 var _ Authority = (*admission.Authority)(nil)

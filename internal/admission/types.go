@@ -605,7 +605,8 @@ type ScopeEvidence struct {
 	// ProcessExited reports that the launched process is known to have
 	// exited (its pidfd, or its start time gone from /proc).
 	ProcessExited bool
-	// OOMKilled reports an oom_kill count above zero in memory.events.
+	// OOMKilled reports that the kernel OOM-killed a process of the scope:
+	// cgroup.Usage.OOMKills above zero.
 	OOMKilled bool
 	// Applied is the limits read back, for BindScope.
 	Applied cgroup.Applied

@@ -3,7 +3,6 @@ package cgroup
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
@@ -104,16 +103,6 @@ type Scope struct {
 	// Populated reports whether any process is in the scope or below it,
 	// as cgroup.events said when the scope was listed.
 	Populated bool `json:"populated"`
-}
-
-// Usage is what a scope has consumed and holds now.
-type Usage struct {
-	// CPU is the CPU time used so far.
-	CPU time.Duration `json:"cpu"`
-	// MemoryBytes is the memory in use now.
-	MemoryBytes int64 `json:"memory_bytes"`
-	// Tasks is the number of processes and threads now.
-	Tasks int64 `json:"tasks"`
 }
 
 // EventType is what happened to a scope.

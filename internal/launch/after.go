@@ -40,8 +40,10 @@ func (l *Launcher) Info(id string) (Info, bool) {
 // its launch made it (sc.Path when that is not known); a scope that is
 // gone was last seen empty at emptiedAt, when not zero, which stands as
 // the evidence if fresh enough (a systemd scope removes itself once
-// empty). A launch still in progress, or still running, is not over:
-// false, nil. A scope no launch recorded is over.
+// empty). The evidence says whether the kernel OOM-killed a process of
+// the scope, when the scope is still there to tell. A launch still in
+// progress, or still running, is not over: false, nil. A scope no launch
+// recorded is over.
 func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
 	l.mu.Lock()
 	st := l.launches[sc.ID]
@@ -84,6 +86,9 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 	if rec.Attempt == "" {
 		return true, nil
 	}
+	if ev.Exists && path != "" {
+		ev.OOMKilled = l.oomKilled(ctx, rec, path)
+	}
 	r, err := l.auth.Reconcile(ctx, rec.Attempt, ev)
 	switch {
 	case errors.Is(err, admission.ErrNotFound):
@@ -96,6 +101,21 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 		l.log.Warn("attempt still charged after its scope ended", "attempt", rec.Attempt, "phase", r.Phase, "scope_lost", r.ScopeLost)
 	}
 	return true, nil
+}
+
+// oomKilled reports whether the kernel OOM-killed a process of the
+// ended scope of rec, at path: evidence the attempt keeps. A scope whose
+// usage cannot be read shows none.
+func (l *Launcher) oomKilled(ctx context.Context, rec Record, path string) bool {
+	sc := cgroup.Scope{Name: rec.Scope(), Profile: rec.Profile, ID: rec.ID, Path: path}
+	u, err := l.scopes.Usage(ctx, sc)
+	if err != nil {
+		if !errors.Is(err, cgroup.ErrNotFound) {
+			l.log.Warn("reading the usage of an ended scope", "scope", sc.Name, "err", err)
+		}
+		return false
+	}
+	return u.OOMKills > 0
 }
 
 // Forget ends the launch whose scope has ID id, once its scope is gone:

@@ -65,6 +65,8 @@ type Scopes interface {
 	CreateScope(ctx context.Context, profile, id string, pid int, limits cgroup.Limits) (cgroup.Scope, cgroup.Applied, error)
 	ListScopes(ctx context.Context) ([]cgroup.Scope, error)
 	Kill(ctx context.Context, s cgroup.Scope) error
+	// Usage is read when a launch ends, for its OOM kills.
+	Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, error)
 }
 
 // Workspaces says what is declared.

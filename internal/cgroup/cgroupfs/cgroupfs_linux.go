@@ -511,12 +511,8 @@ func (b *Backend) Watch(ctx context.Context, fn func(cgroup.Event)) error {
 	return cgroup.WatchTree(ctx, b.mounts.V2, dir, fn)
 }
 
-// Usage reads what scope s uses: CPU time from cgroup2 cpu.stat (there
-// without any controller); memory from memory.current (v2) or
-// memory.usage_in_bytes (v1), zero when the scope is in neither; tasks
-// from pids.current (v2 or v1), else by counting the threads of every
-// group in the scope. It returns an error wrapping cgroup.ErrNotFound when
-// the scope does not exist.
+// Usage reads what scope s uses (see cgroup.ReadUsage). It returns an
+// error wrapping cgroup.ErrNotFound when the scope does not exist.
 func (b *Backend) Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, error) {
 	rel, err := b.scopeRelOf(s)
 	if err != nil {
@@ -525,45 +521,11 @@ func (b *Backend) Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, erro
 	if err := ctx.Err(); err != nil {
 		return cgroup.Usage{}, err
 	}
-	v2dir := b.v2(rel)
-	cpu, err := cgroup.ReadCPUStat(v2dir)
-	if err != nil {
-		return cgroup.Usage{}, fmt.Errorf("usage of scope %s: %w", s.Name, err)
-	}
-	u := cgroup.Usage{CPU: cpu.Usage}
-	u.MemoryBytes, err = firstInt(
-		[2]string{v2dir, cgroup.FileMemoryCurrent},
-		[2]string{b.v1(cgroup.Memory, rel), cgroup.FileMemoryUsage},
-	)
-	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
-		return cgroup.Usage{}, fmt.Errorf("usage of scope %s: %w", s.Name, err)
-	}
-	u.Tasks, err = firstInt(
-		[2]string{v2dir, cgroup.FilePIDsCurrent},
-		[2]string{b.v1(cgroup.PIDs, rel), cgroup.FilePIDsCurrent},
-	)
-	if errors.Is(err, cgroup.ErrNotFound) {
-		u.Tasks, err = cgroup.CountThreads(v2dir)
-	}
+	u, err := cgroup.ReadUsage(b.mounts, rel)
 	if err != nil {
 		return cgroup.Usage{}, fmt.Errorf("usage of scope %s: %w", s.Name, err)
 	}
 	return u, nil
-}
-
-// firstInt reads the first of the (group, file) pairs that exists. It
-// returns 0 and an error wrapping cgroup.ErrNotFound when none does.
-func firstInt(files ...[2]string) (int64, error) {
-	for _, f := range files {
-		if f[0] == "" {
-			continue
-		}
-		v, err := cgroup.ReadInt(f[0], f[1])
-		if !errors.Is(err, cgroup.ErrNotFound) {
-			return v, err
-		}
-	}
-	return 0, cgroup.ErrNotFound
 }
 
 // RemoveScope removes scope s, and any empty group below it, from every

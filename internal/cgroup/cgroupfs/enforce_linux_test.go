@@ -76,8 +76,11 @@ func TestScopeMemoryLimitOOMKills(t *testing.T) {
 		if n := readKeyed(t, filepath.Join(dir, cgroup.FileMemoryOOMCtl), "oom_kill"); n < 1 {
 			t.Errorf("%s oom_kill = %d, want at least 1", cgroup.FileMemoryOOMCtl, n)
 		}
-	} else if n := readKeyed(t, filepath.Join(dir, "memory.events"), "oom_kill"); n < 1 {
-		t.Errorf("memory.events oom_kill = %d, want at least 1", n)
+	} else if n := readKeyed(t, filepath.Join(dir, cgroup.FileMemoryEvents), "oom_kill"); n < 1 {
+		t.Errorf("%s oom_kill = %d, want at least 1", cgroup.FileMemoryEvents, n)
+	}
+	if u, err := b.Usage(t.Context(), s); err != nil || u.OOMKills < 1 {
+		t.Errorf("Usage = %+v, %v; want at least one OOM kill", u, err)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
@@ -86,60 +85,4 @@ func (b *Backend) populated(rel string) (populated, known bool, err error) {
 		return false, true, err
 	}
 	return ev.Populated, true, nil
-}
-
-// readUsage reads what the group at rel uses: CPU time from cgroup2's
-// cpu.stat (there without any controller) or v1 cpuacct.usage; memory
-// from memory.current (v2) or memory.usage_in_bytes (v1), zero when the
-// group is in neither; tasks from pids.current (v2 or v1), else by
-// counting the threads of every group below rel in cgroup2.
-func (b *Backend) readUsage(rel string) (cgroup.Usage, error) {
-	var u cgroup.Usage
-	if dir := b.v2(rel); dir != "" {
-		st, err := cgroup.ReadCPUStat(dir)
-		if err != nil {
-			return cgroup.Usage{}, err
-		}
-		u.CPU = st.Usage
-	} else if dir := b.v1("cpuacct", rel); dir != "" {
-		ns, err := cgroup.ReadInt(dir, "cpuacct.usage")
-		if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
-			return cgroup.Usage{}, err
-		}
-		u.CPU = time.Duration(ns)
-	}
-	var err error
-	u.MemoryBytes, err = firstInt(
-		[2]string{b.v2(rel), cgroup.FileMemoryCurrent},
-		[2]string{b.v1(cgroup.Controller(cgroup.Memory), rel), cgroup.FileMemoryUsage},
-	)
-	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
-		return cgroup.Usage{}, err
-	}
-	u.Tasks, err = firstInt(
-		[2]string{b.v2(rel), cgroup.FilePIDsCurrent},
-		[2]string{b.v1(cgroup.Controller(cgroup.PIDs), rel), cgroup.FilePIDsCurrent},
-	)
-	if errors.Is(err, cgroup.ErrNotFound) && b.v2(rel) != "" {
-		u.Tasks, err = cgroup.CountThreads(b.v2(rel))
-	}
-	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
-		return cgroup.Usage{}, err
-	}
-	return u, nil
-}
-
-// firstInt reads the first of the (group, file) pairs that exists. It
-// returns 0 and an error wrapping cgroup.ErrNotFound when none does.
-func firstInt(files ...[2]string) (int64, error) {
-	for _, f := range files {
-		if f[0] == "" {
-			continue
-		}
-		v, err := cgroup.ReadInt(f[0], f[1])
-		if !errors.Is(err, cgroup.ErrNotFound) {
-			return v, err
-		}
-	}
-	return 0, cgroup.ErrNotFound
 }

@@ -125,7 +125,7 @@ func (b *Backend) ScopeLimits(ctx context.Context, s cgroup.Scope) (cgroup.Appli
 	return a, nil
 }
 
-// Usage reads what scope s uses from its cgroup (see readUsage). It
+// Usage reads what scope s uses from its cgroup (see cgroup.ReadUsage). It
 // returns an error wrapping cgroup.ErrNotFound when the scope does not
 // exist.
 func (b *Backend) Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, error) {
@@ -133,7 +133,7 @@ func (b *Backend) Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, erro
 	if err != nil {
 		return cgroup.Usage{}, err
 	}
-	u, err := b.readUsage(rel)
+	u, err := cgroup.ReadUsage(b.mounts, rel)
 	if err != nil {
 		return cgroup.Usage{}, fmt.Errorf("systemd: usage of scope %s: %w", s.Name, err)
 	}

@@ -6,8 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
+	"github.com/marshal-dev/marshal/internal/cgroup/cgrouptest"
 	"github.com/marshal-dev/marshal/internal/metrics"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/state"
@@ -28,8 +28,10 @@ import (
 // harness is the launch path on real parts: an admission authority over
 // a real journal, the cgroupfs backend on a private cgroup subtree, a
 // real state database, real metrics, and real child processes as the
-// callers. The clock is a fake one shared by the authority and the
-// Launcher, so that deadlines and timeouts are stepped, never slept.
+// callers. Without root, the cgroup tree is cgrouptest's fake, which
+// tracks the callers by their pidfds; as root the kernel's. The clock is
+// a fake one shared by the authority and the Launcher, so that deadlines
+// and timeouts are stepped, never slept.
 type harness struct {
 	t        testing.TB
 	clock    *testclock.FakeClock
@@ -38,9 +40,12 @@ type harness struct {
 	stopAuth func()
 	capacity admission.Budget
 	caps     cgroup.Capabilities
-	tree     *testutil.CgroupTree
-	backend  *cgroupfs.Backend
-	db       *state.DB
+	backend  cgroup.Backend
+	// mount is where the backend's cgroup2 tree is mounted; fake is set
+	// when that tree is cgrouptest's.
+	mount string
+	fake  bool
+	db    *state.DB
 	// recordDir is where the launch records are kept.
 	recordDir string
 	ws        *workspaces
@@ -74,11 +79,7 @@ func (w *workspaces) Workspace(name string) (*v1alpha1.Workspace, bool, bool) {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	tree := testutil.NewCgroupTree(t)
-	backend, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
-	if err != nil {
-		t.Fatal(err)
-	}
+	backend, mount, fake := newBackend(t)
 	caps, err := backend.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +101,9 @@ func newHarness(t testing.TB) *harness {
 		recordDir: filepath.Join(dir, "launches"),
 		capacity:  admission.Budget{CPUMilli: 2000, MemoryBytes: 4 << 30, Tasks: 1024},
 		caps:      caps,
-		tree:      tree,
 		backend:   backend,
+		mount:     mount,
+		fake:      fake,
 		db:        db,
 		ws:        &workspaces{objects: map[string]*v1alpha1.Workspace{}, ready: map[string]bool{}},
 		metrics:   m,
@@ -111,7 +113,48 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	h.openAuthority()
+	h.watchTree()
 	return h
+}
+
+// watchTree pokes changed at every event of the cgroup tree, as the
+// agent controller is told of them, until the test ends: a scope that
+// empties after its process's exit was told is looked at again.
+func (h *harness) watchTree() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.backend.Watch(ctx, func(cgroup.Event) { h.poke() }) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			h.t.Errorf("watching the cgroup tree: %v", err)
+		}
+	})
+}
+
+// poke tells whoever waits on changed to look again.
+func (h *harness) poke() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// newBackend is the cgroupfs backend on a private cgroup subtree as root,
+// and cgrouptest's fake tree otherwise. It returns the backend, where its
+// cgroup2 tree is mounted, and whether it is the fake.
+func newBackend(t testing.TB) (cgroup.Backend, string, bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f := cgrouptest.New(t, cgrouptest.Options{})
+		return f, f.Mount(), true
+	}
+	tree := testutil.NewCgroupTree(t)
+	b, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, tree.Mounts.V2, false
 }
 
 // openAuthority opens the journal and runs its writer until the test
@@ -157,15 +200,10 @@ func (h *harness) start() *Launcher {
 	if h.wrap != nil {
 		auth = h.wrap(auth)
 	}
-	poke := func(string) {
-		select {
-		case h.changed <- struct{}{}:
-		default:
-		}
-	}
+	poke := func(string) { h.poke() }
 	l, err := New(Options{
 		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
-		CgroupMount: h.tree.Mounts.V2, Metrics: h.metrics, Clock: h.clock,
+		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.clock,
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(),
 	})
 	if err != nil {
@@ -334,16 +372,21 @@ func (h *harness) scopes() []string {
 	return names
 }
 
-// cgroupOf is the cgroup2 path of pid.
-func cgroupOf(t *testing.T, pid int) string {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+// scopeOf names the scope whose cgroup.procs lists pid, "" when none
+// does: the kernel's own account on real cgroups, the fake's on the fake.
+func (h *harness) scopeOf(pid int) string {
+	h.t.Helper()
+	list, err := h.backend.ListScopes(h.t.Context())
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
+	for _, sc := range list {
+		procs, err := cgroup.ReadProcs(filepath.Join(h.mount, sc.Path))
+		if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+			h.t.Fatal(err)
+		}
+		if slices.Contains(procs, pid) {
+			return sc.Name
 		}
 	}
 	return ""

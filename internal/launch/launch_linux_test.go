@@ -39,8 +39,8 @@ func TestLaunchPutsTheCallerInItsScope(t *testing.T) {
 			t.Errorf("plan env %q lacks %s", plan.Env, kv)
 		}
 	}
-	if got := cgroupOf(t, c.cmd.Process.Pid); !strings.HasSuffix(got, "/"+plan.Scope) {
-		t.Errorf("caller is in %s, want its scope %s", got, plan.Scope)
+	if got := h.scopeOf(c.cmd.Process.Pid); got != plan.Scope {
+		t.Errorf("caller is in scope %q, want its scope %s", got, plan.Scope)
 	}
 	r := h.lookup(plan.Attempt)
 	if r.Phase != admission.PhaseRunAuthorized || r.Root == nil || r.Root.PID != c.cmd.Process.Pid || r.Scope != plan.Scope {
@@ -193,7 +193,7 @@ func TestDigestMismatchIsNeverLaunched(t *testing.T) {
 			if h.l.Slots().Held("web") != 0 || len(h.scopes()) != 0 || len(h.records()) != 0 {
 				t.Errorf("held %d, scopes %v, records %v; want nothing", h.l.Slots().Held("web"), h.scopes(), h.records())
 			}
-			if got := cgroupOf(t, c.cmd.Process.Pid); strings.Contains(got, ".scope") {
+			if got := h.scopeOf(c.cmd.Process.Pid); got != "" {
 				t.Errorf("caller moved to %s", got)
 			}
 		})
@@ -440,7 +440,7 @@ func TestAdmissionRefusals(t *testing.T) {
 					if r.Detail != tc.detail || r.PID != c.cmd.Process.Pid {
 						t.Errorf("refusal = %+v, want detail %q", r, tc.detail)
 					}
-					if h.l.Slots().Held("web") != 0 || len(h.scopes()) != 0 || strings.Contains(cgroupOf(t, c.cmd.Process.Pid), ".scope") {
+					if h.l.Slots().Held("web") != 0 || len(h.scopes()) != 0 || h.scopeOf(c.cmd.Process.Pid) != "" {
 						t.Errorf("a refused launch left a slot (%d) or a scope (%v)", h.l.Slots().Held("web"), h.scopes())
 					}
 					if tc.name != "closed_authority" && h.auth.Snapshot().Charged != 0 {
@@ -458,7 +458,7 @@ func TestAdmissionRefusals(t *testing.T) {
 				if plan.Attempt != "" || plan.Unaccounted != tc.reason || !scope.ValidID(plan.ID) {
 					t.Errorf("plan = %+v, want unaccounted %s", plan, tc.reason)
 				}
-				if !strings.HasSuffix(cgroupOf(t, c.cmd.Process.Pid), "/"+plan.Scope) {
+				if h.scopeOf(c.cmd.Process.Pid) != plan.Scope {
 					t.Error("the unaccounted run is not in its scope")
 				}
 			})

@@ -12,7 +12,8 @@ import (
 // lossy is the authority with some answers lost: the request is made, and
 // committed, and its caller is told its deadline passed instead, which is
 // what a lost reply looks like. The real authority cannot lose an answer
-// on demand; this is the only fake of the package's tests.
+// on demand; this is the only fake of the package's tests but the cgroup
+// tree that stands for the kernel's without root.
 type lossy struct {
 	Authority
 	mu sync.Mutex

@@ -84,7 +84,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if watch {
 		return s.watchObjects(w, r, res)
 	}
-	items, _, err := s.d.List(r.Context(), res.Kind)
+	items, err := s.d.List(r.Context(), res.Kind)
 	if err != nil {
 		return err
 	}

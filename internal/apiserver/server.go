@@ -41,11 +41,16 @@ type Daemon interface {
 	// Info describes the daemon and what its manifest source sees.
 	Info(ctx context.Context) localapi.Info
 	// List returns every object of kind (typed v1alpha1 values with
-	// status, e.g. *v1alpha1.Profile), sorted by name, and a channel
-	// closed at the next change to any object of that kind.
-	List(ctx context.Context, kind string) ([]any, <-chan struct{}, error)
+	// status, e.g. *v1alpha1.Profile), sorted by name.
+	List(ctx context.Context, kind string) ([]any, error)
 	// Get returns one object; an error wrapping ErrNotFound when absent.
 	Get(ctx context.Context, kind, name string) (any, error)
+	// Changed returns the names of the objects of kind that changed after
+	// change number after (see ChangeLog), the number of the latest
+	// change, and a channel closed at the next. known is false when the
+	// names are not known, for that kind or that far back: a watch then
+	// lists the kind again.
+	Changed(kind string, after uint64) (names []string, last uint64, next <-chan struct{}, known bool)
 	// Events returns the events after seq (about obj, unless zero) and
 	// a channel closed when another event is recorded.
 	Events(obj reconcile.Key, after uint64) ([]v1alpha1.Event, <-chan struct{})

@@ -261,37 +261,46 @@ func summary(t *testing.T, ev localapi.WatchEvent) string {
 }
 
 func TestWatchObjects(t *testing.T) {
-	d := apiservertest.NewDaemon()
-	d.Set(profile("a", 1000))
-	socket := apiservertest.Serve(t, d, apiserver.Options{})
-	c := client.New(socket)
-	w := startWatch(t, func(ctx context.Context, fn func(localapi.WatchEvent) error) error {
-		return c.Watch(ctx, "profiles", fn)
-	})
-	steps := []struct {
-		change func()
-		want   string
-	}{
-		{change: func() {}, want: "ADDED a cpu=1000"},
-		{change: func() { d.Set(profile("b", 500)) }, want: "ADDED b cpu=500"},
-		{change: func() { d.Set(profile("a", 1500)) }, want: "MODIFIED a cpu=1500"},
-		// A change that encodes the same sends nothing: the next event
-		// is the deletion after it.
-		{change: func() { d.Set(profile("a", 1500)); d.Remove("Profile", "b") }, want: "DELETED b cpu=500"},
-	}
-	for i, s := range steps {
-		s.change()
-		if got := summary(t, w.next(t)); got != s.want {
-			t.Fatalf("step %d: event %q, want %q", i, got, s.want)
-		}
-	}
-	if err := w.stop(t); !errors.Is(err, context.Canceled) {
-		t.Errorf("Watch after cancel returned %v, want context.Canceled", err)
-	}
-	select {
-	case ev := <-w.events:
-		t.Errorf("unexpected event %s", summary(t, ev))
-	default:
+	// The daemon names the objects that changed, or, unnamed, the watch
+	// lists the kind again: the events are the same.
+	for _, unnamed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unnamed=%v", unnamed), func(t *testing.T) {
+			d := apiservertest.NewDaemon()
+			if unnamed {
+				d.Unnamed("Profile")
+			}
+			d.Set(profile("a", 1000))
+			socket := apiservertest.Serve(t, d, apiserver.Options{})
+			c := client.New(socket)
+			w := startWatch(t, func(ctx context.Context, fn func(localapi.WatchEvent) error) error {
+				return c.Watch(ctx, "profiles", fn)
+			})
+			steps := []struct {
+				change func()
+				want   string
+			}{
+				{change: func() {}, want: "ADDED a cpu=1000"},
+				{change: func() { d.Set(profile("b", 500)) }, want: "ADDED b cpu=500"},
+				{change: func() { d.Set(profile("a", 1500)) }, want: "MODIFIED a cpu=1500"},
+				// A change that encodes the same sends nothing: the next
+				// event is the deletion after it.
+				{change: func() { d.Set(profile("a", 1500)); d.Remove("Profile", "b") }, want: "DELETED b cpu=500"},
+			}
+			for i, s := range steps {
+				s.change()
+				if got := summary(t, w.next(t)); got != s.want {
+					t.Fatalf("step %d: event %q, want %q", i, got, s.want)
+				}
+			}
+			if err := w.stop(t); !errors.Is(err, context.Canceled) {
+				t.Errorf("Watch after cancel returned %v, want context.Canceled", err)
+			}
+			select {
+			case ev := <-w.events:
+				t.Errorf("unexpected event %s", summary(t, ev))
+			default:
+			}
+		})
 	}
 }
 

@@ -2,8 +2,11 @@ package apiserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -37,12 +40,16 @@ func (s *stream) send(v any) error {
 }
 
 // watchObjects streams the objects of res: ADDED for every current one,
-// then, at each change the daemon signals, DELETED, ADDED and MODIFIED as
-// a comparison of the new list with the last one sent shows, by name and
-// encoded bytes. It ends when the client goes away or the server stops.
+// then, at each change, DELETED, ADDED and MODIFIED for the objects that
+// differ, by encoded bytes, from what was sent last. It reads and encodes
+// only the objects the daemon names as changed, so that a change costs
+// the same however many objects there are; when the daemon cannot name
+// them, it lists the kind again. It ends when the client goes away or the
+// server stops.
 func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res localapi.Resource) error {
 	ctx := r.Context()
-	items, changed, err := s.d.List(ctx, res.Kind)
+	_, seq, wake, _ := s.d.Changed(res.Kind, 0)
+	items, err := s.d.List(ctx, res.Kind)
 	if err != nil {
 		return err
 	}
@@ -50,30 +57,90 @@ func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res locala
 	if err != nil {
 		return nil // the client is gone
 	}
-	var last map[string]json.RawMessage
-	for {
-		next, order, err := encodeItems(items)
-		if err != nil {
-			s.endWatch(st, r, err)
-			return nil
-		}
-		if err := sendChanges(st, last, next, order); err != nil {
-			return nil // the client is gone
-		}
-		last = next
+	sent := map[string]json.RawMessage{}
+	err = sendAll(st, items, sent)
+	for err == nil {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-changed:
+		case <-wake:
 		}
-		items, changed, err = s.d.List(ctx, res.Kind)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.endWatch(st, r, err)
-			}
-			return nil
+		var names []string
+		var known bool
+		names, seq, wake, known = s.d.Changed(res.Kind, seq)
+		if known {
+			err = s.sendNamed(ctx, st, res.Kind, names, sent)
+			continue
+		}
+		if items, err = s.d.List(ctx, res.Kind); err == nil {
+			err = sendAll(st, items, sent)
 		}
 	}
+	if ctx.Err() == nil && !errors.Is(err, errClientGone) {
+		s.endWatch(st, r, err)
+	}
+	return nil
+}
+
+// sendAll sends what turns sent into items, and makes sent items.
+func sendAll(st *stream, items []any, sent map[string]json.RawMessage) error {
+	next, order, err := encodeItems(items)
+	if err != nil {
+		return err
+	}
+	if err := sendChanges(st, sent, next, order); err != nil {
+		return errClientGone
+	}
+	clear(sent)
+	maps.Copy(sent, next)
+	return nil
+}
+
+// errClientGone is a send that failed: the client went away.
+var errClientGone = errors.New("the client is gone")
+
+// sendNamed sends what changed among the objects names of kind, against
+// sent, which it updates: deletions first, then additions and
+// modifications, each in name order.
+func (s *Server) sendNamed(ctx context.Context, st *stream, kind string, names []string, sent map[string]json.RawMessage) error {
+	var gone []string
+	var changed []*localapi.WatchEvent
+	for _, name := range names {
+		obj, err := s.d.Get(ctx, kind, name)
+		if errors.Is(err, ErrNotFound) {
+			if _, ok := sent[name]; ok {
+				gone = append(gone, name)
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return fmt.Errorf("encoding %T: %w", obj, err)
+		}
+		prev, ok := sent[name]
+		switch {
+		case !ok:
+			changed = append(changed, &localapi.WatchEvent{Type: localapi.Added, Object: data})
+		case !bytes.Equal(prev, data):
+			changed = append(changed, &localapi.WatchEvent{Type: localapi.Modified, Object: data})
+		}
+		sent[name] = data
+	}
+	for _, name := range gone {
+		if err := st.send(&localapi.WatchEvent{Type: localapi.Deleted, Object: sent[name]}); err != nil {
+			return errClientGone
+		}
+		delete(sent, name)
+	}
+	for _, ev := range changed {
+		if err := st.send(ev); err != nil {
+			return errClientGone
+		}
+	}
+	return nil
 }
 
 // endWatch sends err as the last line of a watch.

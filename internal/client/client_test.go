@@ -59,17 +59,18 @@ type flakyList struct {
 	calls chan struct{}
 }
 
-func (f *flakyList) List(ctx context.Context, kind string) ([]any, <-chan struct{}, error) {
+func (f *flakyList) List(ctx context.Context, kind string) ([]any, error) {
 	select {
 	case f.calls <- struct{}{}:
 		return f.Daemon.List(ctx, kind)
 	default:
-		return nil, nil, fmt.Errorf("the store is gone: %w", apiserver.ErrUnavailable)
+		return nil, fmt.Errorf("the store is gone: %w", apiserver.ErrUnavailable)
 	}
 }
 
 func TestWatchEndsWithTheDaemonsError(t *testing.T) {
 	d := &flakyList{Daemon: apiservertest.NewDaemon(), calls: make(chan struct{}, 1)}
+	d.Unnamed(v1alpha1.KindProfile) // a change is a List again
 	p := v1alpha1.New(v1alpha1.KindProfile).(*v1alpha1.Profile)
 	p.Metadata.Name = "coder"
 	d.Set(p)
@@ -78,6 +79,31 @@ func TestWatchEndsWithTheDaemonsError(t *testing.T) {
 	err := New(socket).Watch(t.Context(), "prof", func(ev localapi.WatchEvent) error {
 		got = append(got, ev.Type)
 		d.Remove(v1alpha1.KindProfile, "coder") // the next List fails
+		return nil
+	})
+	var apiErr *localapi.Error
+	if !errors.As(err, &apiErr) || apiErr.Code != localapi.CodeUnavailable || len(got) != 1 || got[0] != localapi.Added {
+		t.Errorf("Watch = %v after %v, want UNAVAILABLE after one ADDED", err, got)
+	}
+}
+
+// failingGet fails every Get.
+type failingGet struct{ *apiservertest.Daemon }
+
+func (failingGet) Get(ctx context.Context, kind, name string) (any, error) {
+	return nil, fmt.Errorf("the store is gone: %w", apiserver.ErrUnavailable)
+}
+
+func TestWatchEndsWithTheDaemonsErrorOnAChange(t *testing.T) {
+	d := failingGet{apiservertest.NewDaemon()}
+	p := v1alpha1.New(v1alpha1.KindProfile).(*v1alpha1.Profile)
+	p.Metadata.Name = "coder"
+	d.Set(p)
+	socket := apiservertest.Serve(t, d, apiserver.Options{})
+	var got []string
+	err := New(socket).Watch(t.Context(), "prof", func(ev localapi.WatchEvent) error {
+		got = append(got, ev.Type)
+		d.Remove(v1alpha1.KindProfile, "coder") // its Get fails
 		return nil
 	})
 	var apiErr *localapi.Error

@@ -152,7 +152,7 @@ func (d *Daemon) recordLevel(from, to pressure.Status) {
 	default:
 		d.recorder.Warning(key, ReasonPressureCritical, to.Cause()+": the admission target is zero, nothing new is admitted")
 	}
-	d.view.changed[v1alpha1.KindHost].notify()
+	d.view.changed[v1alpha1.KindHost].Note(key.Name)
 }
 
 // Reasons of the Host's pressure events.
@@ -281,7 +281,7 @@ func (d *Daemon) followAdmission(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.auth.Changed():
-			d.view.changed[v1alpha1.KindHost].notify()
+			d.view.changed[v1alpha1.KindHost].Note(controllers.LocalHost) // the Host is always listed again
 		}
 		s := d.auth.Snapshot()
 		switch {

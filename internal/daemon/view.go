@@ -19,31 +19,10 @@ import (
 // HostName is the name the Host is shown under when none is declared.
 const HostName = "local"
 
-// broadcast is a channel closed at the next change, then replaced.
-type broadcast struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func newBroadcast() *broadcast { return &broadcast{ch: make(chan struct{})} }
-
-func (b *broadcast) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ch
-}
-
-func (b *broadcast) notify() {
-	b.mu.Lock()
-	close(b.ch)
-	b.ch = make(chan struct{})
-	b.mu.Unlock()
-}
-
 // view is what the local API serves: the stores joined into objects.
 type view struct {
 	d       *Daemon
-	changed map[string]*broadcast // by kind
+	changed map[string]*apiserver.ChangeLog // by kind
 	// writing serialises Apply and Delete: each decides from what the
 	// config dir declares, which the other changes.
 	writing sync.Mutex
@@ -52,14 +31,14 @@ type view struct {
 var _ apiserver.Daemon = (*view)(nil)
 
 func newView(d *Daemon) *view {
-	v := &view{d: d, changed: map[string]*broadcast{}}
+	v := &view{d: d, changed: map[string]*apiserver.ChangeLog{}}
 	for _, k := range []string{v1alpha1.KindProfile, v1alpha1.KindWorkspace, v1alpha1.KindHost, v1alpha1.KindAgent} {
-		v.changed[k] = newBroadcast()
+		v.changed[k] = apiserver.NewChangeLog()
 	}
 	s := d.stores
 	kindOf := func(k reconcile.Key) {
-		if b := v.changed[k.Kind]; b != nil {
-			b.notify()
+		if l := v.changed[k.Kind]; l != nil {
+			l.Note(k.Name)
 		}
 	}
 	s.Desired.OnChange(kindOf)
@@ -75,12 +54,10 @@ func (v *view) Info(ctx context.Context) localapi.Info {
 	return v.d.info()
 }
 
-func (v *view) List(ctx context.Context, kind string) ([]any, <-chan struct{}, error) {
-	b := v.changed[kind]
-	if b == nil {
-		return nil, nil, fmt.Errorf("kind %q: %w", kind, apiserver.ErrNotFound)
+func (v *view) List(ctx context.Context, kind string) ([]any, error) {
+	if v.changed[kind] == nil {
+		return nil, fmt.Errorf("kind %q: %w", kind, apiserver.ErrNotFound)
 	}
-	ch := b.wait()
 	var out []any
 	s := v.d.stores
 	switch kind {
@@ -96,7 +73,19 @@ func (v *view) List(ctx context.Context, kind string) ([]any, <-chan struct{}, e
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return nameOf(out[i]) < nameOf(out[j]) })
-	return out, ch, nil
+	return out, nil
+}
+
+// Changed names the Profiles and Workspaces that changed: their keys in
+// the stores are their names. A Host shown under HostName and an Agent
+// are listed again.
+func (v *view) Changed(kind string, after uint64) ([]string, uint64, <-chan struct{}, bool) {
+	l := v.changed[kind]
+	if l == nil {
+		return nil, 0, nil, false
+	}
+	names, last, next, known := l.Since(after)
+	return names, last, next, known && (kind == v1alpha1.KindProfile || kind == v1alpha1.KindWorkspace)
 }
 
 func (v *view) Get(ctx context.Context, kind, name string) (any, error) {

@@ -28,8 +28,9 @@ type Daemon struct {
 	mu      sync.Mutex
 	info    localapi.Info
 	doctor  localapi.Doctor
-	objects map[string]map[string]any // kind → name → object
-	changed map[string]chan struct{}  // kind → closed at its next change
+	objects map[string]map[string]any       // kind → name → object
+	changed map[string]*apiserver.ChangeLog // kind → its changes
+	unnamed map[string]bool
 	events  []v1alpha1.Event
 	seq     uint64
 	evMore  chan struct{} // closed at the next event
@@ -54,7 +55,8 @@ var _ apiserver.Daemon = (*Daemon)(nil)
 func NewDaemon() *Daemon {
 	return &Daemon{
 		objects: map[string]map[string]any{},
-		changed: map[string]chan struct{}{},
+		changed: map[string]*apiserver.ChangeLog{},
+		unnamed: map[string]bool{},
 		evMore:  make(chan struct{}),
 	}
 }
@@ -83,7 +85,7 @@ func (d *Daemon) Set(obj any) {
 		d.objects[kind] = map[string]any{}
 	}
 	d.objects[kind][name] = obj
-	d.notifyLocked(kind)
+	d.changeLogLocked(kind).Note(name)
 }
 
 // Remove removes an object.
@@ -91,7 +93,7 @@ func (d *Daemon) Remove(kind, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.objects[kind], name)
-	d.notifyLocked(kind)
+	d.changeLogLocked(kind).Note(name)
 }
 
 // Record adds an event, giving it the next Seq, and returns that Seq.
@@ -155,13 +157,6 @@ func (d *Daemon) Applied() []localapi.ApplyRequest {
 	return slices.Clone(d.applied)
 }
 
-func (d *Daemon) notifyLocked(kind string) {
-	if ch, ok := d.changed[kind]; ok {
-		close(ch)
-		delete(d.changed, kind)
-	}
-}
-
 // Info answers what SetInfo set.
 func (d *Daemon) Info(ctx context.Context) localapi.Info {
 	d.mu.Lock()
@@ -177,7 +172,7 @@ func (d *Daemon) Doctor(ctx context.Context) localapi.Doctor {
 }
 
 // List returns the objects of kind sorted by name.
-func (d *Daemon) List(ctx context.Context, kind string) ([]any, <-chan struct{}, error) {
+func (d *Daemon) List(ctx context.Context, kind string) ([]any, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	names := make([]string, 0, len(d.objects[kind]))
@@ -189,12 +184,34 @@ func (d *Daemon) List(ctx context.Context, kind string) ([]any, <-chan struct{},
 	for i, name := range names {
 		items[i] = d.objects[kind][name]
 	}
-	ch, ok := d.changed[kind]
+	return items, nil
+}
+
+// Changed answers from the changes Set and Remove made to kind; never
+// known for a kind named to Unnamed.
+func (d *Daemon) Changed(kind string, after uint64) ([]string, uint64, <-chan struct{}, bool) {
+	d.mu.Lock()
+	l, unnamed := d.changeLogLocked(kind), d.unnamed[kind]
+	d.mu.Unlock()
+	names, last, next, known := l.Since(after)
+	return names, last, next, known && !unnamed
+}
+
+// Unnamed makes Changed not name the objects of kind that change, as
+// marshald does for the Host and Agents: a watch lists kind again.
+func (d *Daemon) Unnamed(kind string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unnamed[kind] = true
+}
+
+func (d *Daemon) changeLogLocked(kind string) *apiserver.ChangeLog {
+	l, ok := d.changed[kind]
 	if !ok {
-		ch = make(chan struct{})
-		d.changed[kind] = ch
+		l = apiserver.NewChangeLog()
+		d.changed[kind] = l
 	}
-	return items, ch, nil
+	return l
 }
 
 // Get returns one object or an error wrapping apiserver.ErrNotFound.
@@ -340,8 +357,16 @@ func (d *Daemon) reload(ctx context.Context, dir string) error {
 			_, obj, _ := decl.Lookup(k)
 			next[k.Name] = obj
 		}
+		log := d.changeLogLocked(kind)
+		for name := range d.objects[kind] {
+			if _, kept := next[name]; !kept {
+				log.Note(name)
+			}
+		}
+		for name := range next {
+			log.Note(name)
+		}
 		d.objects[kind] = next
-		d.notifyLocked(kind)
 	}
 	return nil
 }

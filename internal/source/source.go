@@ -27,6 +27,8 @@ type Source struct {
 	// Start (a test may flush by hand without one).
 	load  *fileLoader
 	watch *watcher
+	// lastGood persists the last good objects; nil without a Store.
+	lastGood *lastGood
 
 	// mu guards the fields below. The loop goroutine is their only
 	// writer, and reads them without it; the accessors read them from
@@ -58,7 +60,7 @@ func New(opts Options) *Source {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Source{
+	s := &Source{
 		opts:    opts,
 		log:     log.With("component", "source"),
 		synced:  make(chan struct{}),
@@ -66,6 +68,10 @@ func New(opts Options) *Source {
 		load:    newFileLoader(opts.Dir),
 		decl:    newDeclarations(opts.Dir),
 	}
+	if opts.Store != nil {
+		s.lastGood = newLastGood(opts.Store, s.log)
+	}
+	return s
 }
 
 // Start watches the directory and declares its objects until ctx ends.
@@ -77,6 +83,19 @@ func (s *Source) Start(ctx context.Context) error {
 	defer w.close()
 	if err := s.restore(); err != nil {
 		return err
+	}
+	if s.lastGood != nil {
+		// Stopped after the loop, so that it writes what the loop left.
+		writing, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.lastGood.run(writing)
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
 	}
 	s.watch = w
 	s.flush(ctx, batch{relist: true})
@@ -171,12 +190,8 @@ func (s *Source) carry(out outcome) {
 	if len(out.changes) > 0 {
 		s.opts.Sink.Declare(out.changes)
 	}
-	// After the sink, which need not wait for the disk: the last good
-	// version matters only to a later start.
-	if s.opts.Store != nil && len(out.persist) > 0 {
-		if err := s.opts.Store.Write(state.LastGood, out.persist); err != nil {
-			s.log.Error("persisting last good manifests", "err", err)
-		}
+	if s.lastGood != nil {
+		s.lastGood.put(out.persist)
 	}
 }
 

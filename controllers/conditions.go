@@ -29,6 +29,10 @@ const (
 	ReasonProbed        = "Probed"
 	ReasonProbeFailed   = "ProbeFailed"
 	ReasonMeasureFailed = "MeasureFailed"
+	// Consumer Ready.
+	ReasonConsumerReady      = "ConsumerReady"
+	ReasonConsumerIDConflict = "ConsumerIDConflict"
+	ReasonCredentialReused   = "CredentialReused"
 	// Invalid and Conflict, on every declared object.
 	ReasonLoadFailed           = "LoadFailed"
 	ReasonLoaded               = "Loaded"

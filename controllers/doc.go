@@ -1,10 +1,12 @@
-// Package controllers holds marshald's four controllers and the world they
+// Package controllers holds marshald's controllers and the world they
 // share: profile (a slice per Profile with its limits, read back, drift
 // corrected, orphans policy applied on deletion), workspace (Ready while
 // its root is a directory and its profile is declared), agent (a status
 // per live marshal scope, removal of emptied scopes, start-up garbage
-// collection, orphans) and host (capacity, declared or measured, and what
-// the cgroup backend can enforce here).
+// collection, orphans), host (capacity, declared or measured, and what
+// the cgroup backend can enforce here) and consumer (Ready while a
+// Consumer's id and credential are its own, so that it can authenticate
+// on the DevGuard socket).
 //
 // Each controller is a reconcile.Reconciler driven by a reconcile.Controller.
 // Setup wires them to the stores of Stores so that a change enqueues

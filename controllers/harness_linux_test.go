@@ -76,6 +76,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	h.s.Profiles.OnChange(poke)
 	h.s.Workspaces.OnChange(poke)
 	h.s.Hosts.OnChange(poke)
+	h.s.Consumers.OnChange(poke)
 	h.s.Scopes.OnChange(poke)
 	h.s.Agents.OnChange(poke)
 	h.opts = controllers.Options{Interval: o.interval, Clock: o.clock, Logger: o.logger}

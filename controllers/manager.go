@@ -130,6 +130,7 @@ type Manager struct {
 	workspaces  *reconcile.Controller
 	agents      *reconcile.Controller
 	hosts       *reconcile.Controller
+	consumers   *reconcile.Controller
 	agentR      *agentReconciler
 	observer    *observer
 	unsubscribe []func()
@@ -148,14 +149,16 @@ type Manager struct {
 // for one that was already empty when the controllers started.
 func (m *Manager) Synced() <-chan struct{} { return m.synced }
 
-// Setup creates the four controllers and wires the stores' handlers to
+// Setup creates the controllers and wires the stores' handlers to
 // them, so that a change enqueues exactly the keys it affects:
 //
 //   - a Profile change: that profile, the workspaces naming it (an index)
 //     and the agents of its scopes (for their Orphaned condition);
 //   - a Workspace change: that workspace;
 //   - a Host change: that host and the local host key (the status key
-//     moves between them);
+//     moves between them), and every Consumer;
+//   - a Consumer change: every Consumer (each is judged against the
+//     others);
 //   - a Decls change: the object it is about;
 //   - a Scopes change: its agent, its profile and its workspace.
 //
@@ -164,7 +167,7 @@ func (m *Manager) Synced() <-chan struct{} { return m.synced }
 func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options) (*Manager, error) {
 	switch {
 	case s == nil || s.Desired == nil || s.Decls == nil || s.Profiles == nil || s.Workspaces == nil ||
-		s.Hosts == nil || s.Scopes == nil || s.Agents == nil:
+		s.Hosts == nil || s.Consumers == nil || s.Scopes == nil || s.Agents == nil:
 		return nil, fmt.Errorf("a store is missing (use NewStores): %w", ErrInvalidSetup)
 	case backend == nil:
 		return nil, fmt.Errorf("no cgroup backend: %w", ErrInvalidSetup)
@@ -232,6 +235,9 @@ func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options
 	if m.hosts, err = reconcile.NewController("host", &hostReconciler{e}, copts); err != nil {
 		return nil, err
 	}
+	if m.consumers, err = reconcile.NewController("consumer", &consumerReconciler{e}, copts); err != nil {
+		return nil, err
+	}
 	m.wire()
 	return m, nil
 }
@@ -248,6 +254,12 @@ func (m *Manager) wire() {
 		reconcile.EnqueueMapped(m.agents, e.scopesByProfile.Referrers))))
 	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindWorkspace, reconcile.EnqueueKey(m.workspaces))))
 	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindHost, m.enqueueHost)))
+	// A Consumer is judged against every other Consumer and the Host.
+	on(s.Desired.OnChange(func(k reconcile.Key) {
+		if k.Kind == v1alpha1.KindConsumer || k.Kind == v1alpha1.KindHost {
+			m.enqueueConsumers(k)
+		}
+	}))
 
 	on(s.Decls.OnChange(func(k reconcile.Key) {
 		switch k.Kind {
@@ -257,6 +269,8 @@ func (m *Manager) wire() {
 			m.workspaces.Enqueue(k)
 		case v1alpha1.KindHost:
 			m.enqueueHost(k)
+		case v1alpha1.KindConsumer:
+			m.consumers.Enqueue(k)
 		}
 	}))
 
@@ -298,9 +312,20 @@ func (m *Manager) EnqueueWorkspace(name string) { m.workspaces.Enqueue(Workspace
 // releases it too. Close may be called more than once.
 func (m *Manager) Close() error { return m.env.roots.Close() }
 
-// Controllers returns the four controllers, for their names and Stats.
+// Controllers returns the controllers, for their names and Stats.
 func (m *Manager) Controllers() []*reconcile.Controller {
-	return []*reconcile.Controller{m.profiles, m.workspaces, m.agents, m.hosts}
+	return []*reconcile.Controller{m.profiles, m.workspaces, m.agents, m.hosts, m.consumers}
+}
+
+// enqueueConsumers enqueues every declared Consumer, and k when it is a
+// Consumer's key (one just deleted, whose status goes).
+func (m *Manager) enqueueConsumers(k reconcile.Key) {
+	if k.Kind == v1alpha1.KindConsumer {
+		m.consumers.Enqueue(k)
+	}
+	for _, c := range m.env.s.Desired.Keys(v1alpha1.KindConsumer) {
+		m.consumers.Enqueue(c)
+	}
 }
 
 // enqueueHost enqueues the key of a changed Host and the local host key:
@@ -344,7 +369,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer cancel()
 	var (
 		wg   sync.WaitGroup
-		errs = make(chan error, 5)
+		errs = make(chan error, 6)
 	)
 	for _, c := range m.Controllers() {
 		wg.Go(func() {
@@ -388,6 +413,9 @@ func (m *Manager) enqueueAll() {
 	m.hosts.Enqueue(HostKey(LocalHost))
 	for _, k := range s.Desired.Keys(v1alpha1.KindHost) {
 		m.hosts.Enqueue(k)
+	}
+	for _, k := range s.Desired.Keys(v1alpha1.KindConsumer) {
+		m.consumers.Enqueue(k)
 	}
 	for _, k := range s.Hosts.Keys() {
 		m.hosts.Enqueue(k)

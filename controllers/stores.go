@@ -24,6 +24,8 @@ type Stores struct {
 	// Hosts holds the host's status: one entry, under HostKey of the
 	// declared Host's name, or of LocalHost when none is declared.
 	Hosts *reconcile.Store[v1alpha1.HostStatus]
+	// Consumers holds each Consumer's status, under the Consumer's key.
+	Consumers *reconcile.Store[v1alpha1.ConsumerStatus]
 	// Scopes holds the live marshal scopes as the cgroup backend reports
 	// them, under AgentKey of the scope's name. The tree observer of
 	// Manager writes it; nothing else should.
@@ -57,6 +59,7 @@ func NewStores() *Stores {
 		Profiles:   reconcile.NewStore(reconcile.StoreOptions[v1alpha1.ProfileStatus]{}),
 		Workspaces: reconcile.NewStore(reconcile.StoreOptions[v1alpha1.WorkspaceStatus]{}),
 		Hosts:      reconcile.NewStore(reconcile.StoreOptions[v1alpha1.HostStatus]{}),
+		Consumers:  reconcile.NewStore(reconcile.StoreOptions[v1alpha1.ConsumerStatus]{}),
 		Scopes:     reconcile.NewStore(reconcile.StoreOptions[cgroup.Scope]{}),
 		Agents:     reconcile.NewStore(reconcile.StoreOptions[v1alpha1.AgentStatus]{}),
 	}
@@ -75,6 +78,11 @@ func ProfileKey(name string) reconcile.Key {
 // WorkspaceKey returns the key of the Workspace named name.
 func WorkspaceKey(name string) reconcile.Key {
 	return reconcile.Key{Kind: v1alpha1.KindWorkspace, Name: name}
+}
+
+// ConsumerKey returns the key of the Consumer named name.
+func ConsumerKey(name string) reconcile.Key {
+	return reconcile.Key{Kind: v1alpha1.KindConsumer, Name: name}
 }
 
 // HostKey returns the key of the Host named name.

@@ -12,6 +12,9 @@ const (
 	DefaultRequestTasks       int64 = 32
 	DefaultMaxLive            int64 = 8
 	DefaultPreparedTTL              = 5 * time.Second
+	// DefaultPolicyRevision is the policy revision attempts record when
+	// the Host names none.
+	DefaultPolicyRevision = "marshal"
 )
 
 func int64Default(p **int64, v int64) {
@@ -81,4 +84,37 @@ func (h *Host) Default() {
 	if e := h.Spec.Egress; e != nil && e.Unscoped == "" {
 		e.Unscoped = EgressDeny
 	}
+	if h.Spec.DevGuard != nil && h.Spec.DevGuard.PolicyRevision == "" {
+		h.Spec.DevGuard.PolicyRevision = DefaultPolicyRevision
+	}
+}
+
+// PolicyRevision returns the policy revision the host declares, else
+// DefaultPolicyRevision; h may be nil (no Host declared).
+func (h *Host) PolicyRevision() string {
+	if h != nil && h.Spec.DevGuard != nil && h.Spec.DevGuard.PolicyRevision != "" {
+		return h.Spec.DevGuard.PolicyRevision
+	}
+	return DefaultPolicyRevision
+}
+
+// Default fills omitted fields of the consumer: a reservation omitted, or
+// a quantity of it, is zero.
+func (c *Consumer) Default() {
+	if c.Spec.ControlReservation == nil {
+		c.Spec.ControlReservation = &ControlReservation{}
+	}
+	r := c.Spec.ControlReservation
+	int64Default(&r.CPUMilli, 0)
+	int64Default(&r.MemoryBytes, 0)
+	int64Default(&r.Tasks, 0)
+}
+
+// ID returns the consumer's id on DevGuard's wire: spec.consumer_id, else
+// the name.
+func (c *Consumer) ID() string {
+	if c.Spec.ConsumerID != "" {
+		return c.Spec.ConsumerID
+	}
+	return c.Metadata.Name
 }

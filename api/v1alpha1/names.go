@@ -147,3 +147,37 @@ func regexError(msg, pattern string, examples ...string) string {
 	b.WriteString("regex used for validation is '" + pattern + "')")
 	return b.String()
 }
+
+// MaxIdentifierLength is the longest identifier of DevGuard's wire.
+const MaxIdentifierLength = 128
+
+// IsIdentifier reports whether s is an identifier of DevGuard's wire (a
+// consumer, generation, attempt, instance or profile id, a policy
+// revision): 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.' and ':'.
+func IsIdentifier(s string) bool {
+	if len(s) == 0 || len(s) > MaxIdentifierLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsDigest reports whether s is a SHA-256 digest as 64 lowercase hex
+// digits.
+func IsDigest(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

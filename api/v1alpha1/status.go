@@ -176,3 +176,11 @@ type AgentUsage struct {
 	// Tasks is the number of processes and threads.
 	Tasks int64 `json:"tasks"`
 }
+
+// ConsumerStatus is the observed state of a Consumer.
+type ConsumerStatus struct {
+	Status `json:",inline"`
+	// ConsumerID is the consumer's id on DevGuard's wire: spec.consumer_id,
+	// else the name.
+	ConsumerID string `json:"consumerID,omitempty"`
+}

@@ -17,16 +17,17 @@ const (
 	KindProfile   = "Profile"
 	KindWorkspace = "Workspace"
 	KindHost      = "Host"
+	KindConsumer  = "Consumer"
 )
 
 // Kinds lists every kind of this API version in sorted order.
-var Kinds = []string{KindHost, KindProfile, KindWorkspace}
+var Kinds = []string{KindConsumer, KindHost, KindProfile, KindWorkspace}
 
 // TypeMeta is the envelope every manifest starts with.
 type TypeMeta struct {
 	// APIVersion must be "marshal.dev/v1alpha1".
 	APIVersion string `json:"apiVersion"`
-	// Kind is one of Profile, Workspace, Host.
+	// Kind is one of Profile, Workspace, Host, Consumer.
 	Kind string `json:"kind"`
 }
 
@@ -271,7 +272,9 @@ type ResourcesSpec struct {
 }
 
 // Level is how firmly a resource request is held, ordered
-// accounted < cooperative < kernel.
+// accounted < cooperative < kernel. A request names the least level it
+// accepts; the host grants a resource at the level it gives it, and a
+// minimum above that is refused, whatever the resource.
 type Level string
 
 const (
@@ -282,6 +285,9 @@ const (
 	// LevelKernel is a cgroup controller limit on the agent's scope.
 	LevelKernel Level = "kernel"
 )
+
+// Levels lists every level, weakest first.
+var Levels = []Level{LevelAccounted, LevelCooperative, LevelKernel}
 
 // Rank orders levels: accounted 1, cooperative 2, kernel 3, anything
 // else 0.
@@ -319,11 +325,14 @@ type MinimumLevels struct {
 	// scheduling priority, not a limit) or "kernel" (a CPU quota on its
 	// scope). Default "accounted".
 	CPU Level `json:"cpu,omitempty"`
-	// Memory is "accounted" or "kernel" (a memory limit on the agent's
-	// scope, equal to the request). Default "accounted".
+	// Memory is "accounted", "cooperative" or "kernel" (a memory limit on
+	// the agent's scope, equal to the request). No host holds memory
+	// cooperatively, so a cooperative minimum is met only by a kernel
+	// limit. Default "accounted".
 	Memory Level `json:"memory,omitempty"`
-	// PIDs is "accounted" or "kernel" (a tasks limit on the agent's scope,
-	// equal to the request). Default "accounted".
+	// PIDs is "accounted", "cooperative" or "kernel" (a tasks limit on
+	// the agent's scope, equal to the request); cooperative is met only by
+	// a kernel limit, as for memory. Default "accounted".
 	PIDs Level `json:"pids,omitempty"`
 }
 
@@ -350,6 +359,11 @@ type HostSpec struct {
 	PreparedTTL *Duration `json:"prepared_ttl,omitempty"`
 	// Egress is the host-wide policy of marshald's egress proxy.
 	Egress *HostEgressSpec `json:"egress,omitempty"`
+	// DevGuard configures the authority as DevGuard's clients see it on
+	// the socket marshald serves with --devguard-socket. Omitted: no
+	// administrator can authenticate, and attempts carry the default
+	// policy revision.
+	DevGuard *DevGuardSpec `json:"devguard,omitempty"`
 }
 
 // HostEgressSpec is what the egress proxy does beyond the profiles' rules.
@@ -359,6 +373,89 @@ type HostEgressSpec struct {
 	// audited) or "allow" (let through to any destination outside the
 	// private ranges). Default "deny".
 	Unscoped EgressAction `json:"unscoped,omitempty"`
+}
+
+// DevGuardSpec is the Host's part of the DevGuard configuration; the
+// Consumers are the rest.
+type DevGuardSpec struct {
+	// AdminCredentialSHA256 is the SHA-256 of the administrator's secret,
+	// as 64 lowercase hex digits: the digest of the 64 characters the
+	// administrator presents. Omitted: no administrator authenticates.
+	// It must differ from every Consumer's credential_sha256.
+	AdminCredentialSHA256 string `json:"admin_credential_sha256,omitempty"`
+	// PolicyRevision names the policy in force; every attempt admitted
+	// records it. 1 to 128 characters of A-Z, a-z, 0-9, '-', '_', '.' and
+	// ':'. Default "marshal".
+	PolicyRevision string `json:"policy_revision,omitempty"`
+}
+
+// ConsumerRole is what a consumer's sessions may do.
+type ConsumerRole string
+
+const (
+	// RoleWorkload registers instances that admit and launch their own
+	// executions; it holds no control reservation.
+	RoleWorkload ConsumerRole = "workload"
+	// RoleControlService is a long-lived service, such as CodeSpace's
+	// gateway, whose own control costs are covered by a static control
+	// reservation per instance.
+	RoleControlService ConsumerRole = "control_service"
+)
+
+// Consumer is a client of the DevGuard-compatible authority marshald
+// serves with --devguard-socket, such as CodeSpace's gateway: the digest
+// of its credential, its role, how many instances it may register and
+// what each of them reserves for its own control. Only the digest of the
+// credential is ever in a manifest.
+type Consumer struct {
+	TypeMeta `json:",inline"`
+	// Metadata names the consumer. The name is its consumer_id on the
+	// wire unless spec.consumer_id says otherwise.
+	Metadata ObjectMeta `json:"metadata"`
+	// Spec is the desired state.
+	Spec ConsumerSpec `json:"spec"`
+	// Status is the observed state, written by marshald.
+	Status ConsumerStatus `json:"status,omitzero"`
+}
+
+// ConsumerSpec is the desired state of a Consumer.
+type ConsumerSpec struct {
+	// ConsumerID is the consumer's id on DevGuard's wire, for an id that
+	// is not a DNS-1123 label (capitals, '_', '.' or ':'): 1 to 128
+	// characters of A-Z, a-z, 0-9, '-', '_', '.' and ':'. Default
+	// metadata.name. Two Consumers with one id are a conflict, and
+	// neither authenticates.
+	ConsumerID string `json:"consumer_id,omitempty"`
+	// Generation is the credential's generation, which the consumer
+	// presents with its secret. Required: 1 to 128 characters of A-Z,
+	// a-z, 0-9, '-', '_', '.' and ':'. Attempts are keyed by consumer and
+	// generation: a new generation starts a new key space.
+	Generation string `json:"generation"`
+	// Role is "workload" or "control_service". Required.
+	Role ConsumerRole `json:"role"`
+	// CredentialSHA256 is the SHA-256 of the consumer's secret, as 64
+	// lowercase hex digits: the digest of the 64 characters the consumer
+	// presents. Required, and different from every other credential.
+	CredentialSHA256 string `json:"credential_sha256"`
+	// MaxInstances is how many instances of the consumer may be
+	// registered at once, 1 to 64. Required.
+	MaxInstances *int64 `json:"max_instances,omitempty"`
+	// ControlReservation is what each instance of a control service
+	// reserves for its own control, taken off the work capacity
+	// max_instances times whether or not the instances run. Required for
+	// a control_service, every quantity positive; a workload reserves
+	// nothing: omitted, or every quantity zero.
+	ControlReservation *ControlReservation `json:"control_reservation,omitempty"`
+}
+
+// ControlReservation is a static reservation per instance.
+type ControlReservation struct {
+	// CPUMilli is CPU in thousandths of a core. A non-negative integer.
+	CPUMilli *int64 `json:"cpu_milli,omitempty"`
+	// MemoryBytes is memory in bytes. A non-negative integer.
+	MemoryBytes *int64 `json:"memory_bytes,omitempty"`
+	// Tasks is processes and threads. A non-negative integer.
+	Tasks *int64 `json:"tasks,omitempty"`
 }
 
 // Capacity is a host's reservable work capacity. Each field is optional;
@@ -436,11 +533,16 @@ func (w *Workspace) GetObjectMeta() *ObjectMeta {
 }
 func (h *Host) GetTypeMeta() *TypeMeta     { return &h.TypeMeta }
 func (h *Host) GetObjectMeta() *ObjectMeta { return &h.Metadata }
+func (c *Consumer) GetTypeMeta() *TypeMeta { return &c.TypeMeta }
+func (c *Consumer) GetObjectMeta() *ObjectMeta {
+	return &c.Metadata
+}
 
 var (
 	_ Object = (*Profile)(nil)
 	_ Object = (*Workspace)(nil)
 	_ Object = (*Host)(nil)
+	_ Object = (*Consumer)(nil)
 )
 
 // New returns an empty object of kind with its envelope set, or nil when
@@ -453,6 +555,8 @@ func New(kind string) Object {
 		return &Workspace{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
 	case KindHost:
 		return &Host{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
+	case KindConsumer:
+		return &Consumer{TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: kind}}
 	}
 	return nil
 }

@@ -159,10 +159,11 @@ func (w *Workspace) Validate() ErrorList {
 			v.positive(qp.Child("tasks"), q.Tasks)
 			if m := q.Minimum; m != nil {
 				mp := qp.Child("minimum")
-				enum(&v, mp.Child("cpu"), m.CPU, LevelAccounted, LevelCooperative, LevelKernel)
-				// Cooperative is scheduling priority: it exists for cpu only.
-				enum(&v, mp.Child("memory"), m.Memory, LevelAccounted, LevelKernel)
-				enum(&v, mp.Child("pids"), m.PIDs, LevelAccounted, LevelKernel)
+				// Every level is a valid minimum for every resource: the
+				// host's plan decides by rank at admission.
+				enum(&v, mp.Child("cpu"), m.CPU, Levels...)
+				enum(&v, mp.Child("memory"), m.Memory, Levels...)
+				enum(&v, mp.Child("pids"), m.PIDs, Levels...)
 			}
 		}
 	}
@@ -187,6 +188,99 @@ func (h *Host) Validate() ErrorList {
 	if e := h.Spec.Egress; e != nil {
 		enum(&v, spec.Child("egress", "unscoped"), e.Unscoped, EgressDeny, EgressAllow)
 	}
+	if dg := h.Spec.DevGuard; dg != nil {
+		dp := spec.Child("devguard")
+		if dg.AdminCredentialSHA256 != "" {
+			v.digest(dp.Child("admin_credential_sha256"), dg.AdminCredentialSHA256)
+		}
+		if dg.PolicyRevision != "" {
+			v.identifier(dp.Child("policy_revision"), dg.PolicyRevision)
+		}
+	}
 	v.status(!reflect.ValueOf(h.Status).IsZero())
 	return v.errs
+}
+
+// MaxInstances bounds a Consumer's max_instances.
+const MaxInstances = 64
+
+// Validate checks the consumer as written.
+func (c *Consumer) Validate() ErrorList {
+	var v validator
+	v.meta(&c.Metadata)
+	spec := NewPath("spec")
+	s := &c.Spec
+	if s.ConsumerID != "" {
+		v.identifier(spec.Child("consumer_id"), s.ConsumerID)
+	}
+	if v.required(spec.Child("generation"), s.Generation) {
+		v.identifier(spec.Child("generation"), s.Generation)
+	}
+	if v.required(spec.Child("role"), string(s.Role)) {
+		enum(&v, spec.Child("role"), s.Role, RoleWorkload, RoleControlService)
+	}
+	if v.required(spec.Child("credential_sha256"), s.CredentialSHA256) {
+		v.digest(spec.Child("credential_sha256"), s.CredentialSHA256)
+	}
+	switch n := s.MaxInstances; {
+	case n == nil:
+		v.add(spec.Child("max_instances"), "required")
+	case *n < 1 || *n > MaxInstances:
+		v.add(spec.Child("max_instances"), "must be between 1 and %d, got %d", MaxInstances, *n)
+	}
+	rp := spec.Child("control_reservation")
+	r := s.ControlReservation
+	quantities := func(r *ControlReservation) []struct {
+		name string
+		q    *int64
+	} {
+		return []struct {
+			name string
+			q    *int64
+		}{{"cpu_milli", r.CPUMilli}, {"memory_bytes", r.MemoryBytes}, {"tasks", r.Tasks}}
+	}
+	switch {
+	case s.Role == RoleControlService && r == nil:
+		v.add(rp, "required for a control_service")
+	case s.Role == RoleControlService:
+		for _, f := range quantities(r) {
+			switch {
+			case f.q == nil:
+				v.add(rp.Child(f.name), "required for a control_service")
+			case *f.q <= 0:
+				v.add(rp.Child(f.name), "must be a positive integer for a control_service, got %d", *f.q)
+			}
+		}
+	case r != nil:
+		for _, f := range quantities(r) {
+			switch {
+			case f.q == nil:
+			case *f.q < 0:
+				v.add(rp.Child(f.name), "must be a non-negative integer, got %d", *f.q)
+			case *f.q > 0 && s.Role == RoleWorkload:
+				v.add(rp.Child(f.name), "must be 0 for a workload, which reserves nothing, got %d", *f.q)
+			}
+		}
+	}
+	v.status(!reflect.ValueOf(c.Status).IsZero())
+	return v.errs
+}
+
+// digest checks a SHA-256 written as 64 lowercase hex digits. The value
+// is never repeated: a secret pasted in by mistake stays out of messages.
+func (v *validator) digest(p Path, s string) {
+	switch {
+	case IsDigest(s):
+	case len(s) != 64:
+		v.add(p, "must be a SHA-256 digest: 64 lowercase hex digits, got %d characters", len(s))
+	default:
+		v.add(p, "must be a SHA-256 digest: 64 lowercase hex digits, got other characters than 0-9 and a-f")
+	}
+}
+
+// identifier checks an identifier of DevGuard's wire.
+func (v *validator) identifier(p Path, s string) {
+	if !IsIdentifier(s) {
+		v.add(p, "must be 1 to %d characters of A-Z, a-z, 0-9, '-', '_', '.' and ':', got %q", MaxIdentifierLength, s)
+	}
 }

@@ -8,6 +8,18 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+func validConsumer() *Consumer {
+	return &Consumer{
+		TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindConsumer},
+		Metadata: ObjectMeta{Name: "codespace"},
+		Spec: ConsumerSpec{
+			Generation: "g1", Role: RoleControlService,
+			CredentialSHA256: strings.Repeat("ab", 32), MaxInstances: ptr(int64(2)),
+			ControlReservation: &ControlReservation{CPUMilli: ptr(int64(250)), MemoryBytes: ptr(int64(128 << 20)), Tasks: ptr(int64(16))},
+		},
+	}
+}
+
 func validWorkspace() *Workspace {
 	return &Workspace{
 		TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindWorkspace},
@@ -63,16 +75,29 @@ func TestValidate(t *testing.T) {
 			want: []string{"spec.resources.participation: required"},
 		},
 		{
-			name: "cooperative_memory",
+			// The host's plan decides a cooperative memory or pids minimum
+			// by rank at admission; it is no load error.
+			name: "cooperative_memory_and_pids",
 			obj: func() Object {
 				w := validWorkspace()
 				w.Spec.Resources = &ResourcesSpec{
 					Participation: ParticipationOptional,
-					Request:       &ResourceRequest{Minimum: &MinimumLevels{CPU: LevelCooperative, Memory: LevelCooperative}},
+					Request:       &ResourceRequest{Minimum: &MinimumLevels{CPU: LevelCooperative, Memory: LevelCooperative, PIDs: LevelCooperative}},
 				}
 				return w
 			}(),
-			want: []string{`spec.resources.request.minimum.memory: must be one of "accounted", "kernel", got "cooperative"`},
+		},
+		{
+			name: "unknown_level",
+			obj: func() Object {
+				w := validWorkspace()
+				w.Spec.Resources = &ResourcesSpec{
+					Participation: ParticipationOptional,
+					Request:       &ResourceRequest{Minimum: &MinimumLevels{PIDs: "strict"}},
+				}
+				return w
+			}(),
+			want: []string{`spec.resources.request.minimum.pids: must be one of "accounted", "cooperative", "kernel", got "strict"`},
 		},
 		{
 			name: "bad_env_and_argv0",
@@ -133,6 +158,79 @@ func TestValidate(t *testing.T) {
 				},
 			},
 			want: []string{"spec.capacity.tasks: must be a positive integer, got -1", "spec.prepared_ttl: must be a positive duration, got -1s"},
+		},
+		{name: "valid_control_service", obj: validConsumer()},
+		{
+			name: "valid_workload_without_reservation",
+			obj: func() Object {
+				c := validConsumer()
+				c.Spec.Role, c.Spec.ControlReservation = RoleWorkload, nil
+				return c
+			}(),
+		},
+		{
+			name: "consumer_id_beyond_dns",
+			obj: func() Object {
+				c := validConsumer()
+				c.Spec.ConsumerID = "CodeSpace_gw.v1:main"
+				return c
+			}(),
+		},
+		{
+			name: "consumer_missing_everything",
+			obj:  &Consumer{Metadata: ObjectMeta{Name: "codespace"}},
+			want: []string{"spec.generation: required", "spec.role: required", "spec.credential_sha256: required", "spec.max_instances: required"},
+		},
+		{
+			name: "consumer_bad_values",
+			obj: func() Object {
+				c := validConsumer()
+				c.Spec.ConsumerID = "code space"
+				c.Spec.Generation = strings.Repeat("g", 129)
+				c.Spec.Role = "admin"
+				c.Spec.CredentialSHA256 = strings.ToUpper(c.Spec.CredentialSHA256)
+				c.Spec.MaxInstances = ptr(int64(65))
+				return c
+			}(),
+			want: []string{
+				`spec.consumer_id: must be 1 to 128 characters`,
+				`spec.generation: must be 1 to 128 characters`,
+				`spec.role: must be one of "workload", "control_service", got "admin"`,
+				`spec.credential_sha256: must be a SHA-256 digest`,
+				`spec.max_instances: must be between 1 and 64, got 65`,
+			},
+		},
+		{
+			name: "control_service_without_reservation",
+			obj: func() Object {
+				c := validConsumer()
+				c.Spec.ControlReservation = &ControlReservation{CPUMilli: ptr(int64(100)), Tasks: ptr(int64(0))}
+				return c
+			}(),
+			want: []string{
+				"spec.control_reservation.memory_bytes: required for a control_service",
+				"spec.control_reservation.tasks: must be a positive integer for a control_service, got 0",
+			},
+		},
+		{
+			name: "workload_with_reservation",
+			obj: func() Object {
+				c := validConsumer()
+				c.Spec.Role = RoleWorkload
+				c.Spec.ControlReservation = &ControlReservation{CPUMilli: ptr(int64(0)), Tasks: ptr(int64(-1)), MemoryBytes: ptr(int64(5))}
+				return c
+			}(),
+			want: []string{
+				"spec.control_reservation.memory_bytes: must be 0 for a workload",
+				"spec.control_reservation.tasks: must be a non-negative integer, got -1",
+			},
+		},
+		{
+			name: "host_devguard",
+			obj: &Host{Metadata: ObjectMeta{Name: "local"}, Spec: HostSpec{DevGuard: &DevGuardSpec{
+				AdminCredentialSHA256: "abc", PolicyRevision: "rev/1",
+			}}},
+			want: []string{"spec.devguard.admin_credential_sha256: must be a SHA-256 digest", "spec.devguard.policy_revision: must be 1 to 128"},
 		},
 		{
 			name: "label_value_invalid",
@@ -225,5 +323,49 @@ func TestPathString(t *testing.T) {
 	}
 	if got := NewPath("spec", "exec", "env").Key("HOME").String(); got != "spec.exec.env[HOME]" {
 		t.Errorf("String() = %q, want spec.exec.env[HOME]", got)
+	}
+}
+
+func TestDefaultConsumer(t *testing.T) {
+	c := validConsumer()
+	c.Spec.Role, c.Spec.ControlReservation = RoleWorkload, nil
+	c.Default()
+	r := c.Spec.ControlReservation
+	if r == nil || *r.CPUMilli != 0 || *r.MemoryBytes != 0 || *r.Tasks != 0 {
+		t.Errorf("workload reservation = %+v, want zero in every quantity", r)
+	}
+	if errs := c.Validate(); len(errs) != 0 {
+		t.Errorf("defaulted consumer is invalid: %v", errorStrings(errs))
+	}
+	if got := c.ID(); got != "codespace" {
+		t.Errorf("ID() = %q, want the name", got)
+	}
+	c.Spec.ConsumerID = "CodeSpace"
+	if got := c.ID(); got != "CodeSpace" {
+		t.Errorf("ID() = %q, want spec.consumer_id", got)
+	}
+}
+
+func TestIdentifiersAndDigests(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"codespace", true}, {"A-z_0.9:x", true}, {strings.Repeat("a", 128), true},
+		{"", false}, {strings.Repeat("a", 129), false}, {"a b", false}, {"a/b", false}, {"é", false},
+	} {
+		if got := IsIdentifier(tc.s); got != tc.want {
+			t.Errorf("IsIdentifier(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{strings.Repeat("0f", 32), true}, {strings.Repeat("0F", 32), false}, {strings.Repeat("a", 63), false}, {strings.Repeat("g", 64), false},
+	} {
+		if got := IsDigest(tc.s); got != tc.want {
+			t.Errorf("IsDigest(%q) = %v, want %v", tc.s, got, tc.want)
+		}
 	}
 }

@@ -623,6 +623,51 @@ func TestMinimumAboveThePlanIsDeniedPolicyUnsupported(t *testing.T) {
 	}
 }
 
+// A cooperative minimum for memory or tasks is decided by rank, as
+// DevGuard decides it: met by a kernel limit, denied
+// resource_policy_unsupported by a plan that only accounts, never refused
+// as malformed.
+func TestCooperativeMemoryAndTasksAreDecidedByRank(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		caps  cgroup.Capabilities
+		phase Phase
+	}{
+		{"kernel_plan", kernelCaps, PhasePrepared},
+		{"accounting_plan", macosCaps, PhaseDenied},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.caps = tc.caps
+			h.restart()
+			p := h.ready()
+			for i, min := range []Levels{
+				{v1alpha1.LevelAccounted, v1alpha1.LevelCooperative, v1alpha1.LevelAccounted},
+				{v1alpha1.LevelAccounted, v1alpha1.LevelAccounted, v1alpha1.LevelCooperative},
+			} {
+				in := job
+				in.Minimum = min
+				in.Requested.CPUMilli = 100
+				r, err := h.a.Admit(t.Context(), p, key(i), meaning, in)
+				if err != nil || r.Phase != tc.phase {
+					t.Fatalf("Admit with minimum %+v = %s %s, %v; want %s", min, r.Phase, r.Denial, err, tc.phase)
+				}
+				if tc.phase == PhaseDenied && r.Denial != DenialPolicyUnsupported {
+					t.Errorf("denial = %s, want resource_policy_unsupported", r.Denial)
+				}
+				if tc.phase == PhasePrepared {
+					if e := r.Plan.Get(cgroup.Memory); min.Memory == v1alpha1.LevelCooperative && e.Level != v1alpha1.LevelKernel {
+						t.Errorf("plan holds cooperative memory at %s, want kernel", e.Level)
+					}
+				}
+			}
+			if tc.phase == PhaseDenied && h.committed() != (Budget{}) {
+				t.Errorf("committed = %+v after denials, want nothing", h.committed())
+			}
+		})
+	}
+}
+
 // DevGuard: peer_uid_alone_does_not_grant_consumer_authority, with kernel
 // identity in place of credentials, and stale generations.
 func TestRegisterBindsKernelIdentityAndRefusesStaleGenerations(t *testing.T) {
@@ -1015,8 +1060,8 @@ func TestRequestsAreValidatedBeforeAnythingIsRecorded(t *testing.T) {
 	ctx := t.Context()
 	zero := job
 	zero.Requested.Tasks = 0
-	coopMem := job
-	coopMem.Minimum.Memory = v1alpha1.LevelCooperative
+	unknownLevel := job
+	unknownLevel.Minimum.PIDs = "strict"
 	badProfile := job
 	badProfile.Profile = "Not_A_Label"
 	for _, tc := range []struct {
@@ -1030,7 +1075,7 @@ func TestRequestsAreValidatedBeforeAnythingIsRecorded(t *testing.T) {
 		{"short_digest", key(1), "abc", job},
 		{"uppercase_digest", key(1), strings.ToUpper(meaning), job},
 		{"zero_tasks", key(1), meaning, zero},
-		{"cooperative_memory", key(1), meaning, coopMem},
+		{"unknown_level", key(1), meaning, unknownLevel},
 		{"bad_profile", key(1), meaning, badProfile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,10 +185,13 @@ func (l Levels) get(r cgroup.Resource) v1alpha1.Level {
 	return ""
 }
 
-// valid: known levels, and cooperative for cpu only.
+// valid: a known level for every resource. Any level is a valid minimum
+// for any resource, as in DevGuard: whether the host meets it is decided
+// by rank against the plan (Plan.Satisfies), so that a cooperative
+// memory minimum is met by a kernel limit and denied without one, never
+// refused as malformed.
 func (l Levels) valid() bool {
-	return l.CPU.Rank() > 0 && l.Memory.Rank() > 0 && l.PIDs.Rank() > 0 &&
-		l.Memory != v1alpha1.LevelCooperative && l.PIDs != v1alpha1.LevelCooperative
+	return l.CPU.Rank() > 0 && l.Memory.Rank() > 0 && l.PIDs.Rank() > 0
 }
 
 // Intent is what an execution asks of the authority, as DevGuard's

@@ -102,7 +102,7 @@ func TestRoutes(t *testing.T) {
 		{name: "list_by_short_name", method: "GET", path: "/v1/objects/prof", status: 200, want: `"name":"coder"`},
 		{name: "list_empty", method: "GET", path: "/v1/objects/workspaces", status: 200, want: `"items":[]`},
 		{name: "list_unknown_resource", method: "GET", path: "/v1/objects/pods", status: 404,
-			want: `{"code":"NOT_FOUND","message":"unknown resource \"pods\"; known: profiles, workspaces, hosts, agents"}`},
+			want: `{"code":"NOT_FOUND","message":"unknown resource \"pods\"; known: profiles, workspaces, hosts, consumers, agents"}`},
 		{name: "list_wrong_method", method: "DELETE", path: "/v1/objects/profiles", status: 405, want: "use GET"},
 		{name: "get", method: "GET", path: "/v1/objects/profiles/coder", status: 200, want: `"agents":2`},
 		{name: "get_missing", method: "GET", path: "/v1/objects/profiles/nope", status: 404,

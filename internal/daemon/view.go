@@ -32,7 +32,7 @@ var _ apiserver.Daemon = (*view)(nil)
 
 func newView(d *Daemon) *view {
 	v := &view{d: d, changed: map[string]*apiserver.ChangeLog{}}
-	for _, k := range []string{v1alpha1.KindProfile, v1alpha1.KindWorkspace, v1alpha1.KindHost, v1alpha1.KindAgent} {
+	for _, k := range []string{v1alpha1.KindProfile, v1alpha1.KindWorkspace, v1alpha1.KindHost, v1alpha1.KindConsumer, v1alpha1.KindAgent} {
 		v.changed[k] = apiserver.NewChangeLog()
 	}
 	s := d.stores
@@ -46,6 +46,7 @@ func newView(d *Daemon) *view {
 	s.Profiles.OnChange(kindOf)
 	s.Workspaces.OnChange(kindOf)
 	s.Hosts.OnChange(kindOf)
+	s.Consumers.OnChange(kindOf)
 	s.Agents.OnChange(kindOf)
 	return v
 }
@@ -76,8 +77,8 @@ func (v *view) List(ctx context.Context, kind string) ([]any, error) {
 	return out, nil
 }
 
-// Changed names the Profiles and Workspaces that changed: their keys in
-// the stores are their names. A Host shown under HostName and an Agent
+// Changed names the Profiles, Workspaces and Consumers that changed:
+// their keys in the stores are their names. A Host shown under HostName and an Agent
 // are listed again.
 func (v *view) Changed(kind string, after uint64) ([]string, uint64, <-chan struct{}, bool) {
 	l := v.changed[kind]
@@ -85,7 +86,7 @@ func (v *view) Changed(kind string, after uint64) ([]string, uint64, <-chan stru
 		return nil, 0, nil, false
 	}
 	names, last, next, known := l.Since(after)
-	return names, last, next, known && (kind == v1alpha1.KindProfile || kind == v1alpha1.KindWorkspace)
+	return names, last, next, known && (kind == v1alpha1.KindProfile || kind == v1alpha1.KindWorkspace || kind == v1alpha1.KindConsumer)
 }
 
 func (v *view) Get(ctx context.Context, kind, name string) (any, error) {
@@ -104,7 +105,7 @@ func (v *view) Get(ctx context.Context, kind, name string) (any, error) {
 			return nil, fmt.Errorf("host %q: %w", name, apiserver.ErrNotFound)
 		}
 		return h, nil
-	case v1alpha1.KindProfile, v1alpha1.KindWorkspace:
+	case v1alpha1.KindProfile, v1alpha1.KindWorkspace, v1alpha1.KindConsumer:
 		obj, ok := s.Desired.Get(key)
 		if !ok {
 			return nil, fmt.Errorf("%s %q: %w", kind, name, apiserver.ErrNotFound)
@@ -126,6 +127,8 @@ func (v *view) withStatus(obj v1alpha1.Object) v1alpha1.Object {
 	case *v1alpha1.Host:
 		o.Status, _ = s.Hosts.Get(key)
 		o.Status.Admission = v.d.admissionStatus()
+	case *v1alpha1.Consumer:
+		o.Status, _ = s.Consumers.Get(key)
 	}
 	return obj
 }

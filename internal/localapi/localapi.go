@@ -51,6 +51,7 @@ var Resources = []Resource{
 	{Kind: v1alpha1.KindProfile, Plural: "profiles", Short: []string{"profile", "prof", "pr"}},
 	{Kind: v1alpha1.KindWorkspace, Plural: "workspaces", Short: []string{"workspace", "ws"}},
 	{Kind: v1alpha1.KindHost, Plural: "hosts", Short: []string{"host"}},
+	{Kind: v1alpha1.KindConsumer, Plural: "consumers", Short: []string{"consumer", "cons"}},
 	{Kind: v1alpha1.KindAgent, Plural: "agents", Short: []string{"agent", "ag"}},
 }
 

@@ -20,8 +20,9 @@ import (
 //
 // The draws stay clear of what the schema cannot tell, documented at the
 // rules: a duration beyond int64 nanoseconds or a positive fraction of a
-// nanosecond, a CIDR with bits set beyond its prefix length, and a float
-// with an integral value (1.0), which JSON Schema counts as an integer.
+// nanosecond, a CIDR with bits set beyond its prefix length, a float
+// with an integral value (1.0), which JSON Schema counts as an integer,
+// and a Consumer's control reservation that does not suit its role.
 func TestSchemaAgreesWithTheLoader(t *testing.T) {
 	s := compileSchemas(t)
 	rapid.Check(t, func(t *rapid.T) {
@@ -240,6 +241,8 @@ func (d *drawer) document() map[string]any {
 		d.object(m, "spec", true, d.workspaceSpec)
 	case v1alpha1.KindHost:
 		d.object(m, "spec", false, d.hostSpec)
+	case v1alpha1.KindConsumer:
+		d.object(m, "spec", true, d.consumerSpec)
 	}
 	if d.bad(d.t, "status") {
 		m["status"] = just(nil, map[string]any{}, map[string]any{"observedGeneration": 1}).Draw(d.t, "status_value")
@@ -329,11 +332,9 @@ func (d *drawer) workspaceSpec() map[string]any {
 			q := d.quantities("cpu_milli", "memory_bytes", "tasks")()
 			d.object(q, "minimum", false, func() map[string]any {
 				l := map[string]any{}
-				cv, cb := enum(v1alpha1.LevelAccounted, v1alpha1.LevelCooperative, v1alpha1.LevelKernel, "")
-				d.field(l, "cpu", false, cv, cb)
-				for _, k := range []string{"memory", "pids"} {
-					v, b := enum(v1alpha1.LevelAccounted, v1alpha1.LevelKernel)
-					d.field(l, k, false, v, rapid.OneOf(b, just(string(v1alpha1.LevelCooperative))))
+				for _, k := range []string{"cpu", "memory", "pids"} {
+					v, b := enum(append(v1alpha1.Levels, "")...)
+					d.field(l, k, false, v, b)
 				}
 				return l
 			})
@@ -356,6 +357,48 @@ func (d *drawer) hostSpec() map[string]any {
 		d.extra(e, "address")
 		return e
 	})
+	d.object(m, "devguard", false, func() map[string]any {
+		g := map[string]any{}
+		d.field(g, "admin_credential_sha256", false, rapid.OneOf(validDigest, just("")), badDigest)
+		d.field(g, "policy_revision", false, rapid.OneOf(validIdentifier, just("")), badIdentifier)
+		d.extra(g, "admin_secret")
+		return g
+	})
 	d.extra(m, "ttl")
+	return m
+}
+
+var (
+	validIdentifier = rapid.OneOf(
+		anyOf(rapid.StringMatching(`[-A-Za-z0-9_.:]{1,20}`)),
+		just("g1", strings.Repeat("Z", 128), "a:b.c_d-e"))
+	badIdentifier = just("a b", "a/b", strings.Repeat("z", 129), "é", 5, true)
+	validDigest   = rapid.OneOf(anyOf(rapid.StringMatching(`[0-9a-f]{64}`)), just(strings.Repeat("0", 64)))
+	badDigest     = just(strings.Repeat("A", 64), strings.Repeat("a", 63), strings.Repeat("g", 64), 5)
+	validInstance = rapid.OneOf(anyOf(rapid.Int64Range(1, 64)), just(int64(1), int64(64)))
+	badInstance   = just(0, 65, -1, "2", 1.5)
+)
+
+// consumerSpec draws a consumer whose control reservation suits its
+// role: the role decides whether the reservation is required and
+// positive or zero, which the schema cannot tell.
+func (d *drawer) consumerSpec() map[string]any {
+	m := map[string]any{}
+	d.field(m, "consumer_id", false, rapid.OneOf(validIdentifier, just("")), badIdentifier)
+	d.field(m, "generation", true, validIdentifier, rapid.OneOf(badIdentifier, just("")))
+	d.field(m, "credential_sha256", true, validDigest, badDigest)
+	d.field(m, "max_instances", true, validInstance, badInstance)
+	role := rapid.SampledFrom([]v1alpha1.ConsumerRole{v1alpha1.RoleWorkload, v1alpha1.RoleControlService}).Draw(d.t, "role")
+	m["role"] = string(role)
+	if role == v1alpha1.RoleControlService {
+		r := map[string]any{}
+		for _, k := range []string{"cpu_milli", "memory_bytes", "tasks"} {
+			r[k] = validQuantity.Draw(d.t, k)
+		}
+		m["control_reservation"] = r
+	} else if rapid.Bool().Draw(d.t, "workload_reservation") {
+		m["control_reservation"] = map[string]any{"cpu_milli": 0, "memory_bytes": 0, "tasks": 0}
+	}
+	d.extra(m, "secret")
 	return m
 }

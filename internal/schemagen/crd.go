@@ -80,6 +80,15 @@ var printerColumns = map[string][]printerColumn{
 		ageColumn,
 		{name: "Pressure", jsonPath: ".status.admission.pressure", wide: true},
 	},
+	v1alpha1.KindConsumer: {
+		{name: "Consumer-ID", jsonPath: ".status.consumerID", description: "The consumer's id on DevGuard's wire."},
+		{name: "Role", jsonPath: ".spec.role"},
+		{name: "Generation", jsonPath: ".spec.generation"},
+		{name: "Ready", jsonPath: readyCondition + ".status", description: "Whether the consumer can authenticate."},
+		{name: "Max", jsonPath: ".spec.max_instances"},
+		ageColumn,
+		{name: "Reason", jsonPath: readyCondition + ".message", wide: true, description: "Why the consumer is not Ready."},
+	},
 }
 
 // crd is the CustomResourceDefinition of kind: its openAPIV3Schema is

@@ -45,6 +45,10 @@ const (
 	labelKeyLongPrefix = `^[^/]{254}`
 	// labelValue is IsValidLabelValue, with maxLength 63.
 	labelValue = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// devguardIdentifier is v1alpha1.IsIdentifier, with maxLength 128.
+	devguardIdentifier = `^[-A-Za-z0-9_.:]+$`
+	// sha256Hex is v1alpha1.IsDigest.
+	sha256Hex = `^[0-9a-f]{64}$`
 	// noNUL refuses a NUL byte, which no path, argument or environment
 	// string can carry.
 	noNUL = `^[^\x00]*$`
@@ -88,8 +92,17 @@ const (
 )
 
 var (
-	one      int64 = 1
-	maxInt64 int64 = math.MaxInt64
+	zero         int64 = 0
+	one          int64 = 1
+	maxInt64     int64 = math.MaxInt64
+	maxInstances int64 = v1alpha1.MaxInstances
+	// reserved is a quantity that may be zero: a control reservation,
+	// which a workload does not have.
+	reserved = rule{minimum: &zero, maximum: &maxInt64}
+	// identifier is an identifier of DevGuard's wire; optionalIdentifier
+	// one that may be omitted, which the loader reads "" as.
+	identifier         = rule{required: true, pattern: devguardIdentifier, maxLength: v1alpha1.MaxIdentifierLength}
+	optionalIdentifier = rule{pattern: `^[-A-Za-z0-9_.:]*$`, maxLength: v1alpha1.MaxIdentifierLength}
 	// quantity is every amount of a resource: a positive integer that
 	// fits in 64 bits.
 	quantity = rule{minimum: &one, maximum: &maxInt64}
@@ -155,15 +168,31 @@ var rules = map[string]rule{
 	"Workspace.spec.resources.request.cpu_milli":    quantity,
 	"Workspace.spec.resources.request.memory_bytes": quantity,
 	"Workspace.spec.resources.request.tasks":        quantity,
-	"Workspace.spec.resources.request.minimum.cpu": {enum: enumOf(
-		v1alpha1.LevelAccounted, v1alpha1.LevelCooperative, v1alpha1.LevelKernel)},
-	// Cooperative is scheduling priority: it exists for cpu only.
-	"Workspace.spec.resources.request.minimum.memory": {enum: enumOf(v1alpha1.LevelAccounted, v1alpha1.LevelKernel)},
-	"Workspace.spec.resources.request.minimum.pids":   {enum: enumOf(v1alpha1.LevelAccounted, v1alpha1.LevelKernel)},
+	// Every level is a valid minimum for every resource: the host's plan
+	// decides by rank at admission.
+	"Workspace.spec.resources.request.minimum.cpu":    {enum: enumOf(v1alpha1.Levels...)},
+	"Workspace.spec.resources.request.minimum.memory": {enum: enumOf(v1alpha1.Levels...)},
+	"Workspace.spec.resources.request.minimum.pids":   {enum: enumOf(v1alpha1.Levels...)},
 
-	"Host.spec.capacity.cpu_milli":    quantity,
-	"Host.spec.capacity.memory_bytes": quantity,
-	"Host.spec.capacity.tasks":        quantity,
-	"Host.spec.prepared_ttl":          {pattern: positiveDuration},
-	"Host.spec.egress.unscoped":       {enum: egressAction},
+	"Host.spec.capacity.cpu_milli":               quantity,
+	"Host.spec.capacity.memory_bytes":            quantity,
+	"Host.spec.capacity.tasks":                   quantity,
+	"Host.spec.prepared_ttl":                     {pattern: positiveDuration},
+	"Host.spec.egress.unscoped":                  {enum: egressAction},
+	"Host.spec.devguard.admin_credential_sha256": {pattern: `^([0-9a-f]{64})?$`},
+	"Host.spec.devguard.policy_revision":         optionalIdentifier,
+
+	"Consumer.kind":                   {required: true, constant: v1alpha1.KindConsumer},
+	"Consumer.spec":                   {required: true},
+	"Consumer.spec.consumer_id":       optionalIdentifier,
+	"Consumer.spec.generation":        identifier,
+	"Consumer.spec.role":              {required: true, enum: enumOf(v1alpha1.RoleWorkload, v1alpha1.RoleControlService)},
+	"Consumer.spec.credential_sha256": {required: true, pattern: sha256Hex},
+	"Consumer.spec.max_instances":     {required: true, minimum: &one, maximum: &maxInstances},
+	// Whether the reservation is required and positive (a control
+	// service) or zero (a workload) depends on the role, which this
+	// schema cannot tell: the loader alone checks it.
+	"Consumer.spec.control_reservation.cpu_milli":    reserved,
+	"Consumer.spec.control_reservation.memory_bytes": reserved,
+	"Consumer.spec.control_reservation.tasks":        reserved,
 }

@@ -262,7 +262,9 @@ const (
 	profileHead   = "apiVersion: marshal.dev/v1alpha1\nkind: Profile\nmetadata: {name: coder}\n"
 	workspaceHead = "apiVersion: marshal.dev/v1alpha1\nkind: Workspace\nmetadata: {name: webapp}\n"
 	hostHead      = "apiVersion: marshal.dev/v1alpha1\nkind: Host\nmetadata: {name: local}\n"
+	consumerHead  = "apiVersion: marshal.dev/v1alpha1\nkind: Consumer\nmetadata: {name: codespace}\n"
 	workspaceSpec = workspaceHead + "spec:\n  root: /srv/webapp\n  profile: coder\n"
+	digestA       = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 )
 
 // TestSchemaRejectsWhatTheLoaderRejects checks, for each document, that
@@ -293,7 +295,10 @@ func TestSchemaRejectsWhatTheLoaderRejects(t *testing.T) {
 		{"bad_orphans", profileHead + "spec: {orphans: kill}\n", "/spec/orphans"},
 		{"bad_network_policy", workspaceSpec + "  network: {policy: closed}\n", "/spec/network/policy"},
 		{"bad_participation", workspaceSpec + "  resources: {participation: sometimes}\n", "/spec/resources/participation"},
-		{"cooperative_memory", workspaceSpec + "  resources: {participation: optional, request: {minimum: {memory: cooperative}}}\n", "/spec/resources/request/minimum/memory"},
+		{"unknown_memory_level", workspaceSpec + "  resources: {participation: optional, request: {minimum: {memory: strict}}}\n", "/spec/resources/request/minimum/memory"},
+		{"consumer_digest_uppercase", consumerHead + "spec: {generation: g1, role: workload, credential_sha256: " + strings.ToUpper(digestA) + ", max_instances: 1}\n", "/spec/credential_sha256"},
+		{"consumer_without_generation", consumerHead + "spec: {role: workload, credential_sha256: " + digestA + ", max_instances: 1}\n", "/spec"},
+		{"consumer_secret_field", consumerHead + "spec: {generation: g1, role: workload, credential_sha256: " + digestA + ", max_instances: 1, secret: x}\n", "/spec"},
 		{"bad_cpu_level", workspaceSpec + "  resources: {participation: optional, request: {minimum: {cpu: strict}}}\n", "/spec/resources/request/minimum/cpu"},
 		{"relative_root", workspaceHead + "spec: {root: src/webapp, profile: coder}\n", "/spec/root"},
 		{"root_with_nul", workspaceHead + "spec: {root: \"/srv/a\\0b\", profile: coder}\n", "/spec/root"},

@@ -49,7 +49,7 @@ func complete(t *testing.T, words ...string) completion {
 }
 
 var allKinds = []string{"profiles", "profile", "prof", "pr", "workspaces", "workspace", "ws",
-	"hosts", "host", "agents", "agent", "ag"}
+	"hosts", "host", "consumers", "consumer", "cons", "agents", "agent", "ag"}
 
 const (
 	noFile   = cobra.ShellCompDirectiveNoFileComp

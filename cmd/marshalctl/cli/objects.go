@@ -29,6 +29,7 @@ var views = map[string]view{
 	v1alpha1.KindProfile:   {header: profileHeader, cells: profileCells, extra: profileExtra},
 	v1alpha1.KindWorkspace: {header: workspaceHeader, cells: workspaceCells, extra: workspaceExtra},
 	v1alpha1.KindHost:      {header: hostHeader, cells: hostCells},
+	v1alpha1.KindConsumer:  {header: consumerHeader, cells: consumerCells, extra: consumerExtra},
 	v1alpha1.KindAgent:     {header: agentHeader, cells: agentCells},
 }
 
@@ -193,6 +194,50 @@ func workspaceCells(data json.RawMessage, wide, extra bool) ([]string, error) {
 	}
 	if extra {
 		r = append(r, notReady(w.Status.Conditions))
+	}
+	return r, nil
+}
+
+func consumerHeader(wide, extra bool) []string {
+	h := []string{"NAME", "CONSUMER-ID", "ROLE", "GENERATION", "READY", "MAX", "AGE"}
+	if wide {
+		h = append(h, "RESERVATION")
+	}
+	if extra {
+		h = append(h, "REASON")
+	}
+	return h
+}
+
+func consumerExtra(data json.RawMessage) (bool, error) {
+	c, err := decode[v1alpha1.Consumer](data)
+	if err != nil {
+		return false, err
+	}
+	return notReady(c.Status.Conditions) != "", nil
+}
+
+func consumerCells(data json.RawMessage, wide, extra bool) ([]string, error) {
+	c, err := decode[v1alpha1.Consumer](data)
+	if err != nil {
+		return nil, err
+	}
+	maxInstances := "-"
+	if c.Spec.MaxInstances != nil {
+		maxInstances = fmt.Sprint(*c.Spec.MaxInstances)
+	}
+	r := []string{c.Metadata.Name, orDash(c.Status.ConsumerID), string(c.Spec.Role), c.Spec.Generation,
+		ready(c.Status.Conditions), maxInstances, age(c.Metadata.CreationTimestamp)}
+	if wide {
+		reservation := "-"
+		if res := c.Spec.ControlReservation; res != nil && res.CPUMilli != nil && res.MemoryBytes != nil && res.Tasks != nil &&
+			(*res.CPUMilli > 0 || *res.MemoryBytes > 0 || *res.Tasks > 0) {
+			reservation = fmt.Sprintf("cpu=%s,memory=%s,tasks=%d", cpu(*res.CPUMilli), bytesIEC(*res.MemoryBytes), *res.Tasks)
+		}
+		r = append(r, reservation)
+	}
+	if extra {
+		r = append(r, notReady(c.Status.Conditions))
 	}
 	return r, nil
 }

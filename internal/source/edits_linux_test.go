@@ -1,8 +1,10 @@
 package source
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,4 +196,45 @@ func TestOpenWriterIsLoadedWhenQuiet(t *testing.T) {
 	defer f.Close()
 	f.WriteString(profile("a", 150))
 	h.sink.waitFor(t, "a at 150", func() bool { return cpuOf(h.sink.get("Profile", "a")) == 150 })
+}
+
+// An inotify queue that overflows loses events; the relist after it
+// finds what they would have told. The source's loop is held in the sink
+// while the queue is flooded, and a file created once the queue is full
+// is known only to the relist.
+func TestQueueOverflowRelists(t *testing.T) {
+	max, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
+	if err != nil {
+		t.Skipf("no inotify limits to read: %v", err)
+	}
+	queue, _ := strconv.Atoi(strings.TrimSpace(string(max)))
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), profile("a", 1))
+	h := start(t, dir, nil)
+
+	gate := make(chan struct{})
+	h.sink.mu.Lock()
+	h.sink.gate = gate
+	h.sink.mu.Unlock()
+	writeAtomic(t, filepath.Join(dir, "a.yaml"), profile("a", 2)) // held in Declare
+	// Enough events to fill the kernel's queue behind what the source
+	// has read ahead, alternating files so that none merge.
+	noise := [2]*os.File{}
+	for i := range noise {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("noise-%d.txt", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		noise[i] = f
+	}
+	for i := range 2*queue + 16*1024 {
+		noise[i%2].Write([]byte{'x'})
+	}
+	write(t, filepath.Join(dir, "z.yaml"), profile("z", 1))
+	h.sink.mu.Lock()
+	h.sink.gate = nil
+	h.sink.mu.Unlock()
+	close(gate)
+	h.sink.waitFor(t, "z found by the relist", func() bool { return h.sink.get("Profile", "z") != nil })
 }

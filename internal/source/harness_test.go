@@ -29,6 +29,8 @@ type recorder struct {
 	history map[reconcile.Key][]Change // every change of each key, in order
 	batches int
 	wake    chan struct{}
+	// gate, when set, holds every Declare until it is closed.
+	gate chan struct{}
 }
 
 func newRecorder() *recorder {
@@ -36,6 +38,12 @@ func newRecorder() *recorder {
 }
 
 func (r *recorder) Declare(changes []Change) {
+	r.mu.Lock()
+	gate := r.gate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	r.mu.Lock()
 	for _, c := range changes {
 		if c.Declaration == nil {

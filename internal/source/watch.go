@@ -101,7 +101,8 @@ func (w *watcher) note(ev fsEvent) {
 		return
 	}
 	rel, err := filepath.Rel(w.root, ev.path)
-	if w.root == "" || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+	if w.root == "" || err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		// The root itself, or a tree the watches are leaving.
 		w.relist(false)
 		return
 	}
@@ -123,7 +124,9 @@ func (w *watcher) note(ev fsEvent) {
 		delete(w.now, rel)
 		w.wait(rel)
 	case ev.op.has(opChmod):
-		w.wait(rel) // an editor sets modes after its close: no reason to wait
+		// Looked at when quiet, and never later than a look due at once:
+		// an editor sets modes after it closed the file.
+		w.wait(rel)
 	}
 }
 

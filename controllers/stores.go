@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/reconcile"
@@ -49,6 +51,14 @@ type Declared struct {
 	// Conflicts locates ("file:line") the other declarations of the same
 	// object, which lose to this one.
 	Conflicts []string
+}
+
+// DeepCopyInto copies in into out, sharing nothing: the copy Stores.Decls
+// makes on the way in and out.
+func (in *Declared) DeepCopyInto(out *Declared) {
+	*out = *in
+	out.Invalid = slices.Clone(in.Invalid)
+	out.Conflicts = slices.Clone(in.Conflicts)
 }
 
 // NewStores returns empty stores.

@@ -1,7 +1,7 @@
 package reconcile
 
 import (
-	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -14,14 +14,18 @@ import (
 )
 
 // DesiredStore holds the declared objects (api/v1alpha1), one per Key, and
-// numbers their spec changes in metadata.generation.
+// numbers their spec changes in metadata.generation. It is the only
+// writer of metadata.generation: the generation an object given to Set
+// carries is ignored.
 //
 // Generation rules:
-//   - a new key starts at generation 1, or at the generation the object
-//     given to Set carries when that is positive (restoring saved state);
+//   - a new key starts at generation 1, or continues the count Restore
+//     gave it (saved by an earlier run): the saved generation when the
+//     spec is the one it counted, the next one when not;
 //   - Set of an object whose spec differs from the stored one increments
-//     the generation; specs are compared by their JSON encoding, the form
-//     they are declared in, so an omitted list or map equals an empty one;
+//     the generation; specs are compared by the digest of their JSON
+//     encoding (SpecSum), the form they are declared in, so an omitted
+//     list or map equals an empty one;
 //   - labels and apiVersion are metadata, not spec: a change to them is a
 //     change (Set reports it and handlers run) but keeps the generation, as
 //     in Kubernetes;
@@ -31,10 +35,11 @@ import (
 //     same key (Store[v1alpha1.ProfileStatus] for Profiles), where every
 //     writer (controller, manifest source) merges its conditions with
 //     Store.Update; the API joins the two when it serves an object;
-//   - Delete forgets the key: a later Set starts again at 1.
+//   - Delete forgets the key, and what Restore gave it: a later Set
+//     starts again at 1.
 //
-// Get and List return deep copies, and Set stores one: nothing a caller
-// does to an object, before or after, changes the store.
+// Get and List return deep copies (DeepCopyObject), and Set stores one:
+// nothing a caller does to an object, before or after, changes the store.
 //
 // A DesiredStore is safe for concurrent use. Its handlers run after each
 // change, with the changed key only, so a change costs O(that object), not
@@ -50,11 +55,25 @@ type DesiredStore struct {
 	byKind  map[string]map[string]*desiredEntry
 	count   int
 	indexes []desiredIndex
+	// restored holds the counts Restore gave keys that are not stored.
+	restored map[Key]Generation
 }
 
 type desiredEntry struct {
-	obj  v1alpha1.Object
-	spec []byte // JSON of obj's spec
+	obj v1alpha1.Object
+	sum SpecSum
+}
+
+// SpecSum is the SHA-256 digest of a spec's JSON encoding: what the store
+// compares to tell whether a spec changed.
+type SpecSum [sha256.Size]byte
+
+// Generation is a key's count of spec changes: the generation, and the
+// digest of the spec it numbers. Its owner saves it to Restore the count
+// after a restart.
+type Generation struct {
+	Generation int64
+	Spec       SpecSum
 }
 
 type desiredIndex struct {
@@ -64,7 +83,30 @@ type desiredIndex struct {
 
 // NewDesiredStore returns an empty store.
 func NewDesiredStore() *DesiredStore {
-	return &DesiredStore{byKind: make(map[string]map[string]*desiredEntry)}
+	return &DesiredStore{byKind: make(map[string]map[string]*desiredEntry), restored: make(map[Key]Generation)}
+}
+
+// Restore gives key the count of an earlier run, for the next Set of key
+// to continue (see the generation rules). It has no effect on a key that
+// is stored.
+func (d *DesiredStore) Restore(key Key, g Generation) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.byKind[key.Kind][key.Name] == nil {
+		d.restored[key] = g
+	}
+}
+
+// GenerationOf returns the count of the object stored under key, for its
+// owner to save.
+func (d *DesiredStore) GenerationOf(key Key) (Generation, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	e := d.byKind[key.Kind][key.Name]
+	if e == nil {
+		return Generation{}, false
+	}
+	return Generation{Generation: e.obj.GetObjectMeta().Generation, Spec: e.sum}, true
 }
 
 // KeyOf returns the key of obj: its kind and metadata.name.
@@ -80,7 +122,7 @@ func KeyOf(obj v1alpha1.Object) Key {
 // a kind and a name; otherwise Set returns ErrInvalidObject and stores
 // nothing.
 func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
-	key, spec, err := inspect(obj)
+	key, sum, err := inspect(obj)
 	if err != nil {
 		return false, err
 	}
@@ -88,14 +130,14 @@ func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
 	d.mu.RLock()
 	old := d.byKind[key.Kind][key.Name]
 	d.mu.RUnlock()
-	if old != nil && bytes.Equal(old.spec, spec) && sameMeta(old.obj, obj) {
+	if old != nil && old.sum == sum && sameMeta(old.obj, obj) {
 		return false, nil
 	}
-	stored := deepCopy(obj)
-	clearStatus(stored)
+	stored := obj.DeepCopyObject()
+	stored.ClearStatus()
 
 	d.mu.Lock()
-	changed = d.setLocked(key, stored, spec)
+	changed = d.setLocked(key, stored, sum)
 	d.mu.Unlock()
 	if changed {
 		d.notifier.notify(key)
@@ -103,14 +145,20 @@ func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
 	return changed, nil
 }
 
-func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, spec []byte) bool {
+func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, sum SpecSum) bool {
 	names := d.byKind[key.Kind]
 	old := names[key.Name]
 	meta := stored.GetObjectMeta()
-	switch {
+	switch r, restored := d.restored[key]; {
+	case old == nil && restored:
+		delete(d.restored, key)
+		meta.Generation = max(r.Generation, 1)
+		if r.Spec != sum {
+			meta.Generation++
+		}
 	case old == nil:
-		meta.Generation = max(meta.Generation, 1)
-	case !bytes.Equal(old.spec, spec):
+		meta.Generation = 1
+	case old.sum != sum:
 		meta.Generation = old.obj.GetObjectMeta().Generation + 1
 	default:
 		meta.Generation = old.obj.GetObjectMeta().Generation
@@ -125,7 +173,7 @@ func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, spec []byte) b
 	if old == nil {
 		d.count++
 	}
-	names[key.Name] = &desiredEntry{obj: stored, spec: spec}
+	names[key.Name] = &desiredEntry{obj: stored, sum: sum}
 	for _, di := range d.indexes {
 		di.ix.Set(key, di.refs(stored)...)
 	}
@@ -147,13 +195,15 @@ func (d *DesiredStore) Get(key Key) (v1alpha1.Object, bool) {
 	if e == nil {
 		return nil, false
 	}
-	return deepCopy(e.obj), true
+	return e.obj.DeepCopyObject(), true
 }
 
-// Delete removes the object stored under key and reports whether there was
-// one. When there was, every handler is called with the key.
+// Delete removes the object stored under key, and any count Restore gave
+// it, and reports whether there was an object. When there was, every
+// handler is called with the key.
 func (d *DesiredStore) Delete(key Key) bool {
 	d.mu.Lock()
+	delete(d.restored, key)
 	names := d.byKind[key.Kind]
 	_, ok := names[key.Name]
 	if ok {
@@ -186,7 +236,7 @@ func (d *DesiredStore) List(kind string) []v1alpha1.Object {
 	})
 	objs := make([]v1alpha1.Object, len(entries))
 	for i, e := range entries {
-		objs[i] = deepCopy(e.obj)
+		objs[i] = e.obj.DeepCopyObject()
 	}
 	return objs
 }
@@ -239,34 +289,24 @@ func (d *DesiredStore) AddIndex(refs func(obj v1alpha1.Object) []Key) *Index {
 	return ix
 }
 
-// inspect checks that obj can be stored and returns its key and the JSON
-// of its spec.
-func inspect(obj v1alpha1.Object) (Key, []byte, error) {
+// inspect checks that obj can be stored and returns its key and the
+// digest of its spec.
+func inspect(obj v1alpha1.Object) (Key, SpecSum, error) {
 	if obj == nil {
-		return Key{}, nil, fmt.Errorf("nil object: %w", ErrInvalidObject)
+		return Key{}, SpecSum{}, fmt.Errorf("nil object: %w", ErrInvalidObject)
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return Key{}, nil, fmt.Errorf("%T is not a pointer to an API struct: %w", obj, ErrInvalidObject)
-	}
-	spec := v.Elem().FieldByName("Spec")
-	if !spec.IsValid() {
-		return Key{}, nil, fmt.Errorf("%T has no Spec field: %w", obj, ErrInvalidObject)
+	// A kind's methods work on its pointer; a typed nil would panic in
+	// them.
+	if v := reflect.ValueOf(obj); v.Kind() != reflect.Pointer || v.IsNil() {
+		return Key{}, SpecSum{}, fmt.Errorf("%T is not a pointer to an API struct: %w", obj, ErrInvalidObject)
 	}
 	key := KeyOf(obj)
 	if key.Kind == "" || key.Name == "" {
-		return Key{}, nil, fmt.Errorf("%T %q: kind and name are required: %w", obj, key.String(), ErrInvalidObject)
+		return Key{}, SpecSum{}, fmt.Errorf("%T %q: kind and name are required: %w", obj, key.String(), ErrInvalidObject)
 	}
-	b, err := json.Marshal(spec.Interface())
+	b, err := json.Marshal(obj.GetSpec())
 	if err != nil {
-		return Key{}, nil, fmt.Errorf("%s: encoding spec: %w: %w", key, ErrInvalidObject, err)
+		return Key{}, SpecSum{}, fmt.Errorf("%s: encoding spec: %w: %w", key, ErrInvalidObject, err)
 	}
-	return key, b, nil
-}
-
-// clearStatus zeroes obj's Status field, if it has one.
-func clearStatus(obj v1alpha1.Object) {
-	if f := reflect.ValueOf(obj).Elem().FieldByName("Status"); f.IsValid() && f.CanSet() {
-		f.SetZero()
-	}
+	return key, sha256.Sum256(b), nil
 }

@@ -98,9 +98,9 @@ func TestDesiredStoreGeneration(t *testing.T) {
 			{set: profile("p", func(p *v1alpha1.Profile) { p.Metadata.Generation = 40 }), changed: false, gen: 1},
 			{set: profile("p", withTasks(1), func(p *v1alpha1.Profile) { p.Metadata.Generation = 40 }), changed: true, gen: 2},
 		}},
-		{name: "saved_generation_restores_new_key", steps: []step{
-			{set: profile("p", func(p *v1alpha1.Profile) { p.Metadata.Generation = 12 }), changed: true, gen: 12},
-			{set: profile("p", withTasks(1)), changed: true, gen: 13},
+		{name: "declared_generation_is_ignored_for_new_key", steps: []step{
+			{set: profile("p", func(p *v1alpha1.Profile) { p.Metadata.Generation = 12 }), changed: true, gen: 1},
+			{set: profile("p", withTasks(1)), changed: true, gen: 2},
 		}},
 		{name: "delete_then_set_starts_again", steps: []step{
 			{set: profile("p"), changed: true, gen: 1},
@@ -140,6 +140,68 @@ func TestDesiredStoreGeneration(t *testing.T) {
 						t.Errorf("step %d: stored status = %+v, want zero", i, st)
 					}
 				}
+			}
+		})
+	}
+}
+
+// A count saved by an earlier run goes on where it stopped: the same
+// generation for the spec it counted, the next for another; a stored key
+// or a deleted one does not take it.
+func TestDesiredStoreRestore(t *testing.T) {
+	sumOf := func(t *testing.T, p *v1alpha1.Profile) reconcile.SpecSum {
+		t.Helper()
+		d := reconcile.NewDesiredStore()
+		mustSet(t, d, p)
+		g, ok := d.GenerationOf(reconcile.KeyOf(p))
+		if !ok || g.Generation != 1 {
+			t.Fatalf("GenerationOf a new key = %+v, %v", g, ok)
+		}
+		return g.Spec
+	}
+	counted := sumOf(t, profile("p", withTasks(8)))
+	if other := sumOf(t, profile("p", withTasks(9))); other == counted {
+		t.Fatal("two specs have one sum")
+	}
+	restore := func(d *reconcile.DesiredStore) {
+		d.Restore(pkey("p"), reconcile.Generation{Generation: 12, Spec: counted})
+	}
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, d *reconcile.DesiredStore)
+		set     *v1alpha1.Profile
+		want    int64
+	}{
+		{name: "same_spec_keeps_the_count", set: profile("p", withTasks(8)), want: 12,
+			prepare: func(t *testing.T, d *reconcile.DesiredStore) { restore(d) }},
+		{name: "other_spec_counts_one_more", set: profile("p", withTasks(9)), want: 13,
+			prepare: func(t *testing.T, d *reconcile.DesiredStore) { restore(d) }},
+		{name: "a_stored_key_ignores_it", set: profile("p", withTasks(9)), want: 2,
+			prepare: func(t *testing.T, d *reconcile.DesiredStore) {
+				mustSet(t, d, profile("p", withTasks(8)))
+				restore(d)
+			}},
+		{name: "delete_forgets_it", set: profile("p", withTasks(8)), want: 1,
+			prepare: func(t *testing.T, d *reconcile.DesiredStore) {
+				restore(d)
+				d.Delete(pkey("p"))
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := reconcile.NewDesiredStore()
+			tc.prepare(t, d)
+			mustSet(t, d, tc.set)
+			obj, _ := d.Get(pkey("p"))
+			g, _ := d.GenerationOf(pkey("p"))
+			if obj.GetObjectMeta().Generation != tc.want || g.Generation != tc.want {
+				t.Errorf("generation = %d (GenerationOf %d), want %d", obj.GetObjectMeta().Generation, g.Generation, tc.want)
+			}
+			// The count is used once: delete and set again starts at 1.
+			d.Delete(pkey("p"))
+			mustSet(t, d, tc.set)
+			if obj, _ := d.Get(pkey("p")); obj.GetObjectMeta().Generation != 1 {
+				t.Errorf("after delete, generation = %d, want 1", obj.GetObjectMeta().Generation)
 			}
 		})
 	}

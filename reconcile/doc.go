@@ -27,7 +27,9 @@
 // # The stores and their events
 //
 // DesiredStore holds the declared api/v1alpha1 objects and numbers spec
-// changes in metadata.generation. Store[T] holds observed facts (scopes,
+// changes in metadata.generation, the only writer of it: whoever persists
+// generations saves GenerationOf and gives it back with Restore after a
+// restart. Store[T] holds observed facts (scopes,
 // usage, the host probe) and each kind's status, which is observed state
 // and so is kept apart from the declaration. Both call their handlers with the key of
 // each change, synchronously and after the change is visible, so a change

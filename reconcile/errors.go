@@ -20,8 +20,8 @@ var (
 	// string is not of the form "Kind/name".
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrInvalidObject is returned by DesiredStore.Set for an object it
-	// cannot store: nil, not a pointer to a struct with a Spec field, or
-	// without a kind or name.
+	// cannot store: nil, not a pointer to an API struct, or without a
+	// kind or name.
 	ErrInvalidObject = errors.New("invalid object")
 )
 

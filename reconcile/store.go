@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -10,10 +11,11 @@ import (
 // the host's probe, the status controllers write. It is the observed-state
 // counterpart of DesiredStore and is safe for concurrent use.
 //
-// Values are copied on the way in and out when T reaches shared memory
-// (pointers, slices, maps, interfaces), so callers cannot change what is
-// stored; a T made only of values is stored as it is. StoreOptions can
-// replace both the copy and the equality used to detect changes.
+// Values are copied on the way in and out with T's DeepCopyInto when *T
+// has one (the API's statuses do), so callers cannot change what is
+// stored; any other T must be made only of values, and is stored as it
+// is. StoreOptions can replace both the copy and the equality used to
+// detect changes.
 type Store[T any] struct {
 	equal    func(a, b T) bool
 	clone    func(T) T
@@ -44,19 +46,28 @@ type StoreOptions[T any] struct {
 	// reflect.DeepEqual.
 	Equal func(a, b T) bool
 	// Clone returns a copy of a value that shares nothing mutable with it.
-	// Default: a reflection-based deep copy when T reaches shared memory,
-	// otherwise none.
+	// Default: T's DeepCopyInto when *T has one; none when T is made only
+	// of values.
 	Clone func(T) T
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store. It panics when T reaches shared memory
+// (pointers, slices, maps, interfaces, channels, functions) but neither
+// has a DeepCopyInto nor is given a Clone: such a store would let callers
+// change what it holds.
 func NewStore[T any](o StoreOptions[T]) *Store[T] {
 	if o.Equal == nil {
 		o.Equal = func(a, b T) bool { return reflect.DeepEqual(a, b) }
 	}
 	if o.Clone == nil {
-		if hasRefs(reflect.TypeFor[T]()) {
-			o.Clone = deepCopy[T]
+		if _, ok := any((*T)(nil)).(interface{ DeepCopyInto(*T) }); ok {
+			o.Clone = func(v T) T {
+				var out T
+				any(&v).(interface{ DeepCopyInto(*T) }).DeepCopyInto(&out)
+				return out
+			}
+		} else if t := reflect.TypeFor[T](); reachesMemory(t, map[reflect.Type]bool{}) {
+			panic(fmt.Sprintf("reconcile.NewStore: %v holds references: give *%v a DeepCopyInto method, or StoreOptions a Clone", t, t))
 		} else {
 			o.Clone = func(v T) T { return v }
 		}
@@ -208,4 +219,28 @@ func (s *Store[T]) AddIndex(refs func(key Key, v T) []Key) *Index {
 	}
 	s.indexes = append(s.indexes, storeIndex[T]{ix: ix, refs: refs})
 	return ix
+}
+
+// reachesMemory reports whether a value of type t refers to memory that
+// an assignment would share, through its exported fields (unexported ones,
+// such as time.Time's location, are the type's own business). seen breaks
+// cycles.
+func reachesMemory(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return reachesMemory(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && reachesMemory(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -204,3 +204,34 @@ func TestStoreIndex(t *testing.T) {
 		t.Errorf("after update and delete: Referrers(web) = %v, want %v", got, want)
 	}
 }
+
+// A store of a type that holds references copies it with its
+// DeepCopyInto, or with the Clone it is given; without either, NewStore
+// refuses it rather than share memory with its callers.
+func TestStoreCopiesOrRefuses(t *testing.T) {
+	type refs struct{ Names []string }
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("NewStore of a type with a slice and no DeepCopyInto did not panic")
+			}
+		}()
+		reconcile.NewStore(reconcile.StoreOptions[refs]{})
+	}()
+	s := reconcile.NewStore(reconcile.StoreOptions[refs]{Clone: func(v refs) refs { return refs{slices.Clone(v.Names)} }})
+	in := refs{Names: []string{"a"}}
+	s.Set(pkey("p"), in)
+	in.Names[0] = "changed"
+	if got, _ := s.Get(pkey("p")); got.Names[0] != "a" {
+		t.Errorf("the store shares the slice it was given: %v", got.Names)
+	}
+
+	st := reconcile.NewStore(reconcile.StoreOptions[v1alpha1.ProfileStatus]{})
+	ps := v1alpha1.ProfileStatus{Limits: []v1alpha1.LimitStatus{{Resource: "cpu"}}}
+	st.Set(pkey("p"), ps)
+	got, _ := st.Get(pkey("p"))
+	got.Limits[0].Resource = "changed"
+	if again, _ := st.Get(pkey("p")); again.Limits[0].Resource != "cpu" {
+		t.Errorf("the store shares what Get returned: %v", again.Limits)
+	}
+}

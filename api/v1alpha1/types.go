@@ -54,6 +54,15 @@ type Object interface {
 	GetTypeMeta() *TypeMeta
 	// GetObjectMeta returns the object's metadata.
 	GetObjectMeta() *ObjectMeta
+	// GetSpec returns the object's spec (a ProfileSpec for a Profile):
+	// the desired state that metadata.generation numbers the changes of.
+	GetSpec() any
+	// ClearStatus zeroes the object's status: observed state, which a
+	// declaration never carries.
+	ClearStatus()
+	// DeepCopyObject returns a copy of the object that shares no memory
+	// with it.
+	DeepCopyObject() Object
 	// Default fills every omitted optional field with its default.
 	Default()
 	// Validate checks the object as written, before defaulting.
@@ -527,16 +536,23 @@ type Condition struct {
 
 func (p *Profile) GetTypeMeta() *TypeMeta     { return &p.TypeMeta }
 func (p *Profile) GetObjectMeta() *ObjectMeta { return &p.Metadata }
-func (w *Workspace) GetTypeMeta() *TypeMeta   { return &w.TypeMeta }
-func (w *Workspace) GetObjectMeta() *ObjectMeta {
-	return &w.Metadata
-}
+func (p *Profile) GetSpec() any               { return p.Spec }
+func (p *Profile) ClearStatus()               { p.Status = ProfileStatus{} }
+
+func (w *Workspace) GetTypeMeta() *TypeMeta     { return &w.TypeMeta }
+func (w *Workspace) GetObjectMeta() *ObjectMeta { return &w.Metadata }
+func (w *Workspace) GetSpec() any               { return w.Spec }
+func (w *Workspace) ClearStatus()               { w.Status = WorkspaceStatus{} }
+
 func (h *Host) GetTypeMeta() *TypeMeta     { return &h.TypeMeta }
 func (h *Host) GetObjectMeta() *ObjectMeta { return &h.Metadata }
-func (c *Consumer) GetTypeMeta() *TypeMeta { return &c.TypeMeta }
-func (c *Consumer) GetObjectMeta() *ObjectMeta {
-	return &c.Metadata
-}
+func (h *Host) GetSpec() any               { return h.Spec }
+func (h *Host) ClearStatus()               { h.Status = HostStatus{} }
+
+func (c *Consumer) GetTypeMeta() *TypeMeta     { return &c.TypeMeta }
+func (c *Consumer) GetObjectMeta() *ObjectMeta { return &c.Metadata }
+func (c *Consumer) GetSpec() any               { return c.Spec }
+func (c *Consumer) ClearStatus()               { c.Status = ConsumerStatus{} }
 
 var (
 	_ Object = (*Profile)(nil)

@@ -1,24 +1,23 @@
 package daemon
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/json"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-// generation is what survives a restart of an object's identity: its
-// generation, the spec it numbers, and when it was first declared.
+// generation is what survives a restart of an object's identity: the
+// count of its spec changes (the desired store's, which owns it) and
+// when it was first declared.
 type generation struct {
 	Generation int64     `json:"generation"`
 	SpecSum    []byte    `json:"specSum"`
@@ -26,28 +25,36 @@ type generation struct {
 }
 
 // declarer takes the manifest source's declarations into the stores, and
-// keeps generations and creation times across restarts.
+// keeps generations and creation times across restarts: it restores the
+// desired store's counts at start, stamps creation times, and saves what
+// changed.
 type declarer struct {
 	stores *controllers.Stores
 	db     *state.DB
 	clock  clock.PassiveClock
 	log    *slog.Logger
 
-	// mu guards gens.
-	mu   sync.Mutex
-	gens map[reconcile.Key]generation
+	// mu guards saved.
+	mu sync.Mutex
+	// saved holds the records as the state database has them.
+	saved map[reconcile.Key]generation
 }
 
 func newDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveClock, log *slog.Logger) (*declarer, error) {
-	d := &declarer{stores: stores, db: db, clock: clk, log: log, gens: map[reconcile.Key]generation{}}
+	d := &declarer{stores: stores, db: db, clock: clk, log: log, saved: map[reconcile.Key]generation{}}
 	err := db.ForEach(state.Generations, func(k string, v []byte) error {
 		key, err := reconcile.ParseKey(k)
 		if err != nil {
 			return nil
 		}
 		var g generation
-		if json.Unmarshal(v, &g) == nil {
-			d.gens[key] = g
+		if json.Unmarshal(v, &g) != nil {
+			return nil
+		}
+		d.saved[key] = g
+		var sum reconcile.SpecSum
+		if copy(sum[:], g.SpecSum) == len(sum) {
+			stores.Desired.Restore(key, reconcile.Generation{Generation: g.Generation, Spec: sum})
 		}
 		return nil
 	})
@@ -62,18 +69,28 @@ func (d *declarer) Declare(changes []source.Change) {
 		if c.Declaration == nil {
 			d.stores.Desired.Delete(c.Key)
 			d.stores.Decls.Delete(c.Key)
-			delete(d.gens, c.Key)
+			delete(d.saved, c.Key)
 			persist[c.Key.String()] = nil
 			continue
 		}
-		obj, g, changed := d.stamp(c.Key, c.Declaration.Object)
-		if changed {
-			d.gens[c.Key] = g
-			persist[c.Key.String()], _ = json.Marshal(g)
+		saved, known := d.saved[c.Key]
+		created := saved.Created
+		if !known {
+			created = d.clock.Now().UTC().Truncate(time.Second)
 		}
+		// The source's object is its own: the stamp goes on a copy.
+		obj := c.Declaration.Object.DeepCopyObject()
+		obj.GetObjectMeta().CreationTimestamp = created
 		d.stores.Decls.Set(c.Key, declaredOf(c.Declaration))
 		if _, err := d.stores.Desired.Set(obj); err != nil {
 			d.log.Error("storing declared object", "object", c.Key.String(), "err", err)
+			continue
+		}
+		g, _ := d.stores.Desired.GenerationOf(c.Key)
+		rec := generation{Generation: g.Generation, SpecSum: g.Spec[:], Created: created}
+		if !known || rec.Generation != saved.Generation || !bytes.Equal(rec.SpecSum, saved.SpecSum) {
+			d.saved[c.Key] = rec
+			persist[c.Key.String()], _ = json.Marshal(rec)
 		}
 	}
 	d.mu.Unlock()
@@ -82,29 +99,6 @@ func (d *declarer) Declare(changes []source.Change) {
 			d.log.Error("persisting generations", "err", err)
 		}
 	}
-}
-
-// stamp returns a copy of obj with its generation and creation time, and
-// the generation record to keep. The caller holds d.mu.
-func (d *declarer) stamp(key reconcile.Key, obj v1alpha1.Object) (v1alpha1.Object, generation, bool) {
-	spec, _ := json.Marshal(reflect.ValueOf(obj).Elem().FieldByName("Spec").Interface())
-	sum := sha256.Sum256(spec)
-	g, known := d.gens[key]
-	changed := false
-	switch {
-	case !known:
-		g = generation{Generation: 1, SpecSum: sum[:], Created: d.clock.Now().UTC().Truncate(time.Second)}
-		changed = true
-	case string(g.SpecSum) != string(sum[:]):
-		g.Generation++
-		g.SpecSum = sum[:]
-		changed = true
-	}
-	cp := reconcile.DeepCopy(obj)
-	meta := cp.GetObjectMeta()
-	meta.Generation = g.Generation
-	meta.CreationTimestamp = g.Created
-	return cp, g, changed
 }
 
 func declaredOf(d *source.Declaration) controllers.Declared {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/reconcile"
 )
 
 func TestApplyEnv(t *testing.T) {
@@ -143,7 +142,7 @@ func TestDigestCoversTheMeaning(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w2 := reconcile.DeepCopy(v1alpha1.Object(w)).(*v1alpha1.Workspace)
+			w2 := w.DeepCopy()
 			r := base
 			tc.mutate(w2, &r)
 			if digest(w2, r) == d0 {

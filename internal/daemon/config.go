@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
+	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
@@ -55,6 +56,12 @@ type Config struct {
 	// pressureSampler, when set, replaces the host's signals under the
 	// host pressure monitor: how tests inject pressure.
 	pressureSampler pressure.Sampler
+	// backend, when set, is the cgroup backend in place of the one
+	// Backend names, on the cgroup2 tree at cgroupMount: how tests run
+	// marshald without root, on a fake of the kernel's tree. The caller
+	// closes it.
+	backend     cgroup.Backend
+	cgroupMount string
 }
 
 // Pressure sources.

@@ -98,18 +98,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if d.recorder, err = events.New(events.Options{Store: d.db, Logger: log}); err != nil {
 		return nil, fmt.Errorf("loading events: %w", err)
 	}
-	d.backend, err = detect.Open(ctx, detect.Options{Backend: cfg.Backend, CgroupRoot: cfg.CgroupRoot, User: cfg.Mode == ModeUser})
-	if err != nil {
-		return nil, fmt.Errorf("cgroup backend: %w", err)
+	if d.backend = cfg.backend; d.backend == nil {
+		d.backend, err = detect.Open(ctx, detect.Options{Backend: cfg.Backend, CgroupRoot: cfg.CgroupRoot, User: cfg.Mode == ModeUser})
+		if err != nil {
+			return nil, fmt.Errorf("cgroup backend: %w", err)
+		}
+		d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
 	}
-	d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
 	d.stores = controllers.NewStores()
 	if err := d.openAuthority(firstStart); err != nil {
 		return nil, err
 	}
-	mounts, err := cgroup.ReadMounts()
-	if err != nil {
-		return nil, err
+	mount := cfg.cgroupMount
+	if mount == "" {
+		mounts, err := cgroup.ReadMounts()
+		if err != nil {
+			return nil, err
+		}
+		mount = mounts.V2
 	}
 	decl, err := newDeclarer(d.stores, d.db, d.clock, log)
 	if err != nil {
@@ -137,7 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err := d.newMetrics(queues); err != nil {
 		return nil, err
 	}
-	if err := d.newLauncher(mounts.V2); err != nil {
+	if err := d.newLauncher(mount); err != nil {
 		return nil, err
 	}
 	launches.l = d.launcher

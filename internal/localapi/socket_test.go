@@ -2,6 +2,7 @@ package localapi
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -58,8 +59,10 @@ func TestResolveSocket(t *testing.T) {
 	}
 	t.Run("then_default", func(t *testing.T) {
 		t.Setenv(SocketEnv, "")
+		// Without XDG_RUNTIME_DIR (a user outside a login session), both
+		// fail alike: two errors, equal in what they say.
 		want, wantErr := DefaultSocket()
-		if got, err := ResolveSocket(""); got != want || !errors.Is(err, wantErr) {
+		if got, err := ResolveSocket(""); got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
 			t.Errorf("ResolveSocket(\"\") = %q, %v, want DefaultSocket's %q, %v", got, err, want, wantErr)
 		}
 	})

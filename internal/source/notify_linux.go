@@ -106,8 +106,13 @@ func (n *inotify) read() {
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= k; {
 			raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(raw.Len)]
-			off += unix.SizeofInotifyEvent + int(raw.Len)
+			end := off + unix.SizeofInotifyEvent + int(raw.Len)
+			if end > k {
+				n.lost(errors.New("inotify: a short read"))
+				break
+			}
+			name := buf[off+unix.SizeofInotifyEvent : end]
+			off = end
 			ev, ok := n.event(raw.Wd, raw.Mask, name)
 			if !ok {
 				continue

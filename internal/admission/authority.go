@@ -456,50 +456,60 @@ func (a *Authority) Register(ctx context.Context, owner string, generation uint6
 // is ErrUnavailable, and nothing is recorded.
 func (a *Authority) Admit(ctx context.Context, p Principal, key, digest string, intent Intent) (Record, error) {
 	now := a.clock.Now()
-	if err := validKey(key); err != nil {
-		return Record{}, err
-	}
-	fp, err := Fingerprint(digest, intent)
+	fp, err := admissionKey(key, digest, intent)
 	if err != nil {
 		return Record{}, err
 	}
-	return call(ctx, a, now, func(b *batch) (Record, error) {
-		if err := b.authorize(p); err != nil {
-			return Record{}, err
+	return call(ctx, a, now, func(b *batch) (Record, error) { return b.admit(p, key, digest, fp, intent, now) })
+}
+
+// admissionKey checks an admission's key and returns the fingerprint of
+// its digest and intent.
+func admissionKey(key, digest string, intent Intent) (string, error) {
+	if err := validKey(key); err != nil {
+		return "", err
+	}
+	return Fingerprint(digest, intent)
+}
+
+// admit is Admit inside the batch.
+func (b *batch) admit(p Principal, key, digest, fp string, intent Intent, now time.Time) (Record, error) {
+	a := b.a
+	if err := b.authorize(p); err != nil {
+		return Record{}, err
+	}
+	r, err := b.load(key, now)
+	if err != nil {
+		return Record{}, err
+	}
+	if r != nil {
+		if r.Fingerprint != fp || r.Owner != p.owner || r.Generation != p.generation {
+			return Record{}, fmt.Errorf("attempt %s: %w", key, ErrAttemptConflict)
 		}
-		r, err := b.load(key, now)
-		if err != nil {
-			return Record{}, err
-		}
-		if r != nil {
-			if r.Fingerprint != fp || r.Owner != p.owner || r.Generation != p.generation {
-				return Record{}, fmt.Errorf("attempt %s: %w", key, ErrAttemptConflict)
-			}
-			return *r, nil
-		}
-		in := a.hostInputs()
-		if !in.hostSet || in.plan == nil {
-			return Record{}, fmt.Errorf("no host capacity or plan yet: %w", ErrUnavailable)
-		}
-		n := &Record{
-			ID: key, Owner: p.owner, Generation: p.generation, OwnerProcess: p.process,
-			Digest: digest, Fingerprint: fp, Intent: intent, BootID: a.bootID,
-		}
-		switch {
-		case !in.plan.Satisfies(intent.Minimum):
-			n.Phase, n.Denial = PhaseDenied, DenialPolicyUnsupported
-		case !intent.Requested.Fits(target(in.capacity, a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
-			n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
-		default:
-			plan := in.plan.For(intent.Minimum)
-			n.Phase, n.Plan = PhasePrepared, &plan
-			n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
-		}
-		if err := b.put(nil, n); err != nil {
-			return Record{}, err
-		}
-		return *n, nil
-	})
+		return *r, nil
+	}
+	in := a.hostInputs()
+	if !in.hostSet || in.plan == nil {
+		return Record{}, fmt.Errorf("no host capacity or plan yet: %w", ErrUnavailable)
+	}
+	n := &Record{
+		ID: key, Owner: p.owner, Generation: p.generation, OwnerProcess: p.process,
+		Digest: digest, Fingerprint: fp, Intent: intent, BootID: a.bootID,
+	}
+	switch {
+	case !in.plan.Satisfies(intent.Minimum):
+		n.Phase, n.Denial = PhaseDenied, DenialPolicyUnsupported
+	case !intent.Requested.Fits(target(in.capacity, a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
+		n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
+	default:
+		plan := in.plan.For(intent.Minimum)
+		n.Phase, n.Plan = PhasePrepared, &plan
+		n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
+	}
+	if err := b.put(nil, n); err != nil {
+		return Record{}, err
+	}
+	return *n, nil
 }
 
 // BeginLaunch commits a prepared attempt to its launch before its
@@ -511,22 +521,47 @@ func (a *Authority) BeginLaunch(ctx context.Context, p Principal, key string) (L
 	if err := validKey(key); err != nil {
 		return Launch{}, err
 	}
+	return call(ctx, a, now, func(b *batch) (Launch, error) { return b.beginLaunch(p, key, now) })
+}
+
+// AdmitLaunch is Admit and, when the attempt is prepared, BeginLaunch,
+// in one transaction: the attempt is recorded committed to its launch,
+// with the permit, or denied, and nothing is recorded when either step
+// fails. It is for an owner that launches as soon as it is admitted, at
+// the cost of one durable commit instead of two. A replay answers as the
+// two requests would: the stored record, and a permit only if the attempt
+// was still prepared.
+func (a *Authority) AdmitLaunch(ctx context.Context, p Principal, key, digest string, intent Intent) (Launch, error) {
+	now := a.clock.Now()
+	fp, err := admissionKey(key, digest, intent)
+	if err != nil {
+		return Launch{}, err
+	}
 	return call(ctx, a, now, func(b *batch) (Launch, error) {
-		r, err := b.owned(p, key, now)
-		if err != nil {
-			return Launch{}, err
+		r, err := b.admit(p, key, digest, fp, intent, now)
+		if err != nil || r.Phase != PhasePrepared {
+			return Launch{Record: r}, err
 		}
-		if r.Phase != PhasePrepared {
-			return Launch{Record: *r}, nil
-		}
-		permit := newPermit()
-		n := r.clone()
-		n.Phase, n.permitHash = PhaseLaunchCommitted, permit.hash()
-		if err := b.put(r, n); err != nil {
-			return Launch{}, err
-		}
-		return Launch{Record: *n, Permit: permit}, nil
+		return b.beginLaunch(p, key, now)
 	})
+}
+
+// beginLaunch is BeginLaunch inside the batch.
+func (b *batch) beginLaunch(p Principal, key string, now time.Time) (Launch, error) {
+	r, err := b.owned(p, key, now)
+	if err != nil {
+		return Launch{}, err
+	}
+	if r.Phase != PhasePrepared {
+		return Launch{Record: *r}, nil
+	}
+	permit := newPermit()
+	n := r.clone()
+	n.Phase, n.permitHash = PhaseLaunchCommitted, permit.hash()
+	if err := b.put(r, n); err != nil {
+		return Launch{}, err
+	}
+	return Launch{Record: *n, Permit: permit}, nil
 }
 
 // alive checks that the principal's process still runs as itself.
@@ -549,54 +584,96 @@ func (a *Authority) alive(p Principal) error {
 // root that is not running ErrEvidence, and any phase but
 // launch_committed ErrInvalidTransition.
 func (a *Authority) BindScope(ctx context.Context, p Principal, key string, permit Permit, ev ScopeEvidence) (Record, error) {
-	if err := validKey(key); err != nil {
+	root, err := a.bindable(p, key, ev)
+	if err != nil {
 		return Record{}, err
-	}
-	if err := a.alive(p); err != nil {
-		return Record{}, err
-	}
-	root := p.process
-	if ev.Root != nil {
-		if err := a.runsAsItself(*ev.Root); err != nil {
-			return Record{}, fmt.Errorf("attempt %s: %w", key, err)
-		}
-		root = *ev.Root
 	}
 	// Freshness is judged after the evidence was gathered.
 	now := a.clock.Now()
-	return call(ctx, a, now, func(b *batch) (Record, error) {
+	return call(ctx, a, now, func(b *batch) (Record, error) { return b.bindScope(p, key, permit, ev, root, now) })
+}
+
+// BindAndAuthorize is BindScope and AuthorizeRun in one transaction: the
+// scope is bound and the run authorized, or, when either step fails,
+// nothing changes. It is for an owner that execs as soon as the scope is
+// bound, at the cost of one durable commit instead of two. MayExec is
+// true on the first authorization only, as AuthorizeRun's: a replay for
+// the same scope answers MayExec false.
+func (a *Authority) BindAndAuthorize(ctx context.Context, p Principal, key string, permit Permit, ev ScopeEvidence) (Run, error) {
+	root, err := a.bindable(p, key, ev)
+	if err != nil {
+		return Run{}, err
+	}
+	now := a.clock.Now()
+	return call(ctx, a, now, func(b *batch) (Run, error) {
 		r, err := b.owned(p, key, now)
 		if err != nil {
-			return Record{}, err
+			return Run{}, err
 		}
-		if !permit.matches(r.permitHash) {
-			return Record{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+		// A replay once the run was authorized binds nothing again, and
+		// is told MayExec false.
+		if r.Phase != PhaseRunAuthorized || r.Scope != ev.Name {
+			if _, err := b.bindScope(p, key, permit, ev, root, now); err != nil {
+				return Run{}, err
+			}
 		}
-		if r.Phase == PhaseScopeBound && r.Scope == ev.Name {
-			return *r, nil
-		}
-		if r.Phase != PhaseLaunchCommitted || r.Scope != "" {
-			return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
-		}
-		switch {
-		case ev.Name != r.scopeName():
-			return Record{}, fmt.Errorf("attempt %s: evidence is for scope %q: %w", key, ev.Name, ErrEvidence)
-		case !ev.fresh(now):
-			return Record{}, fmt.Errorf("attempt %s: evidence observed at %s is not fresh: %w", key, ev.ObservedAt.Format(time.RFC3339Nano), ErrEvidence)
-		case !ev.Exists:
-			return Record{}, fmt.Errorf("attempt %s: scope does not exist: %w", key, ErrEvidence)
-		case !r.Plan.confirms(ev.Applied, r.Reservation.Quantities):
-			return Record{}, fmt.Errorf("attempt %s: read-back limits do not confirm the plan: %w", key, ErrEvidence)
-		}
-		n := r.clone()
-		applied := ev.Applied
-		applied.Enforced = maps.Clone(ev.Applied.Enforced)
-		n.Phase, n.Scope, n.Root, n.Applied = PhaseScopeBound, ev.Name, &root, &applied
-		if err := b.put(r, n); err != nil {
-			return Record{}, err
-		}
-		return *n, nil
+		return b.authorizeRun(p, key, permit, now)
 	})
+}
+
+// bindable checks what BindScope checks outside the journal: the key,
+// that the caller runs as the process it registered, and that the root
+// the evidence names runs as itself. It returns the root to record: ev's,
+// or the caller's own.
+func (a *Authority) bindable(p Principal, key string, ev ScopeEvidence) (Process, error) {
+	if err := validKey(key); err != nil {
+		return Process{}, err
+	}
+	if err := a.alive(p); err != nil {
+		return Process{}, err
+	}
+	if ev.Root == nil {
+		return p.process, nil
+	}
+	if err := a.runsAsItself(*ev.Root); err != nil {
+		return Process{}, fmt.Errorf("attempt %s: %w", key, err)
+	}
+	return *ev.Root, nil
+}
+
+// bindScope is BindScope inside the batch.
+func (b *batch) bindScope(p Principal, key string, permit Permit, ev ScopeEvidence, root Process, now time.Time) (Record, error) {
+	r, err := b.owned(p, key, now)
+	if err != nil {
+		return Record{}, err
+	}
+	if !permit.matches(r.permitHash) {
+		return Record{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+	}
+	if r.Phase == PhaseScopeBound && r.Scope == ev.Name {
+		return *r, nil
+	}
+	if r.Phase != PhaseLaunchCommitted || r.Scope != "" {
+		return Record{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+	}
+	switch {
+	case ev.Name != r.scopeName():
+		return Record{}, fmt.Errorf("attempt %s: evidence is for scope %q: %w", key, ev.Name, ErrEvidence)
+	case !ev.fresh(now):
+		return Record{}, fmt.Errorf("attempt %s: evidence observed at %s is not fresh: %w", key, ev.ObservedAt.Format(time.RFC3339Nano), ErrEvidence)
+	case !ev.Exists:
+		return Record{}, fmt.Errorf("attempt %s: scope does not exist: %w", key, ErrEvidence)
+	case !r.Plan.confirms(ev.Applied, r.Reservation.Quantities):
+		return Record{}, fmt.Errorf("attempt %s: read-back limits do not confirm the plan: %w", key, ErrEvidence)
+	}
+	n := r.clone()
+	applied := ev.Applied
+	applied.Enforced = maps.Clone(ev.Applied.Enforced)
+	n.Phase, n.Scope, n.Root, n.Applied = PhaseScopeBound, ev.Name, &root, &applied
+	if err := b.put(r, n); err != nil {
+		return Record{}, err
+	}
+	return *n, nil
 }
 
 // AuthorizeRun authorizes the bound process to exec (scope_bound →
@@ -613,30 +690,33 @@ func (a *Authority) AuthorizeRun(ctx context.Context, p Principal, key string, p
 		return Run{}, err
 	}
 	now := a.clock.Now()
-	return call(ctx, a, now, func(b *batch) (Run, error) {
-		r, err := b.owned(p, key, now)
-		if err != nil {
-			return Run{}, err
-		}
-		if !permit.matches(r.permitHash) {
-			return Run{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
-		}
-		if r.Phase != PhaseScopeBound && r.Phase != PhaseRunAuthorized {
-			return Run{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
-		}
-		if r.Root == nil || *r.Root != p.process && a.runsAsItself(*r.Root) != nil {
-			return Run{}, fmt.Errorf("attempt %s: the bound process is not running: %w", key, ErrUnauthorized)
-		}
-		if r.Phase == PhaseRunAuthorized {
-			return Run{Record: *r}, nil
-		}
-		n := r.clone()
-		n.Phase = PhaseRunAuthorized
-		if err := b.put(r, n); err != nil {
-			return Run{}, err
-		}
-		return Run{Record: *n, MayExec: true}, nil
-	})
+	return call(ctx, a, now, func(b *batch) (Run, error) { return b.authorizeRun(p, key, permit, now) })
+}
+
+// authorizeRun is AuthorizeRun inside the batch.
+func (b *batch) authorizeRun(p Principal, key string, permit Permit, now time.Time) (Run, error) {
+	r, err := b.owned(p, key, now)
+	if err != nil {
+		return Run{}, err
+	}
+	if !permit.matches(r.permitHash) {
+		return Run{}, fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+	}
+	if r.Phase != PhaseScopeBound && r.Phase != PhaseRunAuthorized {
+		return Run{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
+	}
+	if r.Root == nil || *r.Root != p.process && b.a.runsAsItself(*r.Root) != nil {
+		return Run{}, fmt.Errorf("attempt %s: the bound process is not running: %w", key, ErrUnauthorized)
+	}
+	if r.Phase == PhaseRunAuthorized {
+		return Run{Record: *r}, nil
+	}
+	n := r.clone()
+	n.Phase = PhaseRunAuthorized
+	if err := b.put(r, n); err != nil {
+		return Run{}, err
+	}
+	return Run{Record: *n, MayExec: true}, nil
 }
 
 // AbandonLaunch is the owner's report that a committed launch created

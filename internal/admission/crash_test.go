@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
+	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // The crash child is this test binary run again with these variables set.
@@ -37,7 +38,9 @@ func TestMain(m *testing.M) {
 
 // runChild is the process the crash test kills: "hold" opens the journal
 // and waits; "admit" admits, commits and cancels as fast as it can with
-// four workers, printing each answer only once it has it.
+// two workers, and launches as the launch path does (AdmitLaunch, then
+// BindAndAuthorize) with two more, printing each answer only once it has
+// it.
 func runChild(mode, path, prefix string) int {
 	a, err := Open(path, Options{
 		Inspector: newFakeInspector(),
@@ -81,6 +84,23 @@ func runChild(mode, path, prefix string) int {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("%08x%08x%016x", iter, w, i)
+				if w >= 2 {
+					// The launch path's two commits: admitted and begun,
+					// then bound and authorized.
+					l, err := a.AdmitLaunch(ctx, p, id, meaning, job)
+					if err != nil {
+						say("E %s %v", id, err)
+						return
+					}
+					say("L %s %s", id, l.Record.Phase)
+					r, err := a.BindAndAuthorize(ctx, p, id, l.Permit, childEvidence(id))
+					if err != nil {
+						say("E %s %v", id, err)
+						return
+					}
+					say("R %s %s", id, r.Record.Phase)
+					continue
+				}
 				r, err := a.Admit(ctx, p, id, meaning, job)
 				if err != nil {
 					say("E %s %v", id, err)
@@ -106,6 +126,11 @@ func runChild(mode, path, prefix string) int {
 	}
 	wg.Wait()
 	return 1
+}
+
+// childEvidence is fresh evidence of id's scope, its root the owner.
+func childEvidence(id string) ScopeEvidence {
+	return ScopeEvidence{Name: scope.ScopeName(job.Profile, id), ObservedAt: time.Now(), Exists: true, Populated: true}
 }
 
 type child struct {
@@ -247,7 +272,7 @@ func checkAfterCrash(t *testing.T, path string, iter int, answered map[string]st
 				ok = r.Phase == PhasePrepared || r.Phase == PhaseSuspect
 			case "A denied":
 				ok = r.Phase == PhaseDenied
-			case "B launch_committed", "C draining":
+			case "B launch_committed", "C draining", "L launch_committed", "R run_authorized":
 				ok = r.Phase == PhaseSuspect
 			}
 			if !ok {

@@ -70,13 +70,10 @@ func (v *launchesView) Forget(ctx context.Context, id string) error { return v.l
 
 func (v *launchesView) Reserved(workspace string) int64 { return v.l.Reserved(workspace) }
 
-// Run prepares and launches req for caller.
+// Run launches req for caller at once: the caller execs as soon as it
+// is answered.
 func (v *view) Run(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error) {
-	pe, err := v.d.launcher.Prepare(ctx, req, caller)
-	if err != nil {
-		return launch.Plan{}, err
-	}
-	return pe.Launch(ctx, req)
+	return v.d.launcher.Launch(ctx, req, caller)
 }
 
 // Explain explains req once the launcher has recovered the launches of an

@@ -10,10 +10,19 @@
 // workspace participates (an attempt keyed by a fresh ID, bound to the
 // digest of the execution's meaning), and a one-shot PreparedExecution
 // that owns the slot and the attempt. Launching it begins the launch with
-// the authority, records the launch in the state database, creates the
-// scope with the caller moved into it, binds the scope and authorizes the
-// run; only then does the caller exec, already inside its scope, so
-// nothing it runs is ever outside it.
+// the authority, records the launch, creates the scope with the caller
+// moved into it, binds the scope and authorizes the run; only then does
+// the caller exec, already inside its scope, so nothing it runs is ever
+// outside it. Launcher.Launch takes the same steps at once, for a caller
+// that execs as soon as it is answered, in two requests to the authority
+// where the prepared execution makes three: the attempt admitted and its
+// launch begun in one (AdmitLaunch), the scope bound and the run
+// authorized in another (BindAndAuthorize).
+//
+// Each step that makes something pushes what unmakes it on one rollback,
+// which a refusal unwinds, last made first: the caller's pin, the slot,
+// the attempt (cancelled while prepared, abandoned once begun without a
+// scope), the record.
 //
 // The caller is the process that becomes the agent. It is pinned by a
 // pidfd (Process) for the whole launch and until it is released, so its

@@ -55,7 +55,10 @@ type harness struct {
 	wrap func(Authority) Authority
 	// self, when set before start, is the process the Launcher registers
 	// as, standing for the daemon; the test process by default.
-	self  *exec.Cmd
+	self *exec.Cmd
+	// mode is how launch launches: one of launchModes, "prepared" by
+	// default.
+	mode  string
 	l     *Launcher
 	stopL func()
 	// changed receives a value whenever the Launcher tells about a scope
@@ -329,20 +332,45 @@ func (h *harness) request(ws string, argv ...string) Request {
 	return Request{Workspace: ws, Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/root"}}
 }
 
-// launch prepares and launches req for a new caller, and fails the test
+// launchModes are the ways to launch: "prepared", Prepare and then
+// PreparedExecution.Launch, and "at_once", Launcher.Launch, as marshalctl
+// run does.
+var launchModes = []string{"prepared", "at_once"}
+
+// run launches req for caller p in h's mode.
+func (h *harness) run(req Request, p *Process) (Plan, error) {
+	if h.mode == "at_once" {
+		return h.l.Launch(h.t.Context(), req, p)
+	}
+	pe, err := h.l.Prepare(h.t.Context(), req, p)
+	if err != nil {
+		return Plan{}, err
+	}
+	return pe.Launch(h.t.Context(), req)
+}
+
+// launch launches req for a new caller, in h's mode, and fails the test
 // unless it starts.
 func (h *harness) launch(req Request) (*caller, Plan) {
 	h.t.Helper()
 	c, p := h.caller()
-	pe, err := h.l.Prepare(h.t.Context(), req, p)
+	plan, err := h.run(req, p)
 	if err != nil {
-		h.t.Fatalf("Prepare: %v", err)
-	}
-	plan, err := pe.Launch(h.t.Context(), req)
-	if err != nil {
-		h.t.Fatalf("Launch: %v", err)
+		h.t.Fatalf("launch (%s): %v", h.mode, err)
 	}
 	return c, plan
+}
+
+// eachMode runs test once per launch mode, each with a harness of its
+// own.
+func eachMode(t *testing.T, test func(t *testing.T, h *harness)) {
+	for _, mode := range launchModes {
+		t.Run(mode, func(t *testing.T) {
+			h := newHarness(t)
+			h.mode = mode
+			test(t, h)
+		})
+	}
 }
 
 // refusal asserts err is a refusal with code and state.

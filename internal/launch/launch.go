@@ -41,11 +41,50 @@ func (pe *PreparedExecution) Launch(ctx context.Context, req Request) (Plan, err
 
 func (pe *PreparedExecution) launch(ctx context.Context, req Request) (Plan, *Refusal) {
 	lc := pe.launching()
-	sc, applied, ref := lc.makeScope(ctx, req)
+	if ref := pe.sameExecution(req); ref != nil {
+		return Plan{}, lc.refused(ctx, ref)
+	}
+	if pe.attempt != "" && !pe.l.clock.Now().Before(pe.deadline) {
+		return Plan{}, lc.refused(ctx, lc.refuse(CodeResourceUnavailable, detailExpired, ErrExpired))
+	}
+	return lc.run(ctx)
+}
+
+// Launch prepares and launches req for caller at once, for a caller that
+// execs as soon as it is answered (marshalctl run). The steps and the
+// refusals are those of Prepare and then PreparedExecution.Launch, in two
+// durable commits where those make three: the attempt is admitted and
+// committed to its launch in one transaction (AdmitLaunch), before
+// anything is created, and the scope bound and the run authorized in one
+// once the scope exists. It returns the plan the caller execs, or a
+// *Refusal: nothing was started then. Once it asks for admission, the
+// launch runs to its end even when ctx ends.
+func (l *Launcher) Launch(ctx context.Context, req Request, caller *Process) (Plan, error) {
+	started := l.clock.Now()
+	pe, ref := l.prepare(ctx, req, caller, started, false)
+	var plan Plan
+	if ref == nil {
+		pe.used = true // never handed out: nothing else can take it
+		lc := pe.launching()
+		lc.admitting = pe.participates()
+		plan, ref = lc.run(context.WithoutCancel(ctx))
+	}
+	if ref != nil {
+		ref.PID = caller.PID
+		l.observeLaunch(strings.ToLower(string(ref.Code)), started)
+		return Plan{}, ref
+	}
+	l.observeLaunch("started", started)
+	return plan, nil
+}
+
+// run makes the scope, then binds and authorizes it.
+func (lc *launching) run(ctx context.Context) (Plan, *Refusal) {
+	sc, applied, ref := lc.makeScope(ctx)
 	if ref != nil {
 		return Plan{}, ref
 	}
-	defer pe.l.launched(pe.id, sc.Name)
+	defer lc.l.launched(lc.id, sc.Name)
 	return lc.authorize(ctx, sc, applied)
 }
 
@@ -65,6 +104,9 @@ type launching struct {
 	phase admission.Phase
 	// scoped is set once the scope exists.
 	scoped bool
+	// admitting is set when the launch asks for its attempt's admission
+	// itself (AdmitLaunch) rather than beginning a prepared attempt.
+	admitting bool
 	// reason is why a begun launch that made no scope is abandoned.
 	reason admission.AbandonReason
 	permit admission.Permit
@@ -79,18 +121,29 @@ func (pe *PreparedExecution) launching() *launching {
 	return lc
 }
 
-// pushSettle pushes the step that settles the attempt of a refused launch.
+// pushSettle pushes the step that settles the attempt of a refused
+// launch. A refusal that says its attempt's state already (an admission's
+// refusal) keeps it.
 func (lc *launching) pushSettle(ctx context.Context) {
-	lc.rb.push(func(r *Refusal) { r.State = lc.settleAttempt(ctx) })
+	lc.rb.push(func(r *Refusal) {
+		if st := lc.settleAttempt(ctx); r.State == "" {
+			r.State = st
+		}
+	})
+}
+
+// refused unwinds lc for refusal ref, before anything was begun, and
+// returns ref.
+func (lc *launching) refused(ctx context.Context, ref *Refusal) *Refusal {
+	lc.pushSettle(ctx)
+	lc.rb.unwind(&ref)
+	return ref
 }
 
 // release unwinds lc as for a refusal, without one to give: nothing was
 // begun. It returns the state the attempt was left in.
 func (lc *launching) release(ctx context.Context) (State, error) {
-	lc.pushSettle(ctx)
-	ref := &Refusal{}
-	lc.rb.unwind(&ref)
-	return ref.State, lc.err
+	return lc.refused(ctx, &Refusal{}).State, lc.err
 }
 
 // refuse is a refusal of the launch; the rollback sets its state.
@@ -120,23 +173,17 @@ func (lc *launching) settleAttempt(ctx context.Context) State {
 	return stateOf(lc.phase)
 }
 
-// makeScope makes the launch's scope: the execution is checked to be the
-// one prepared and not expired, the launch begun and recorded, and the
-// scope created with the caller in it. Once it exists the launch is kept
-// until the scope's end (the slot filled, the record and the caller's
-// watch kept); on a refusal before, nothing is left of it.
-func (lc *launching) makeScope(ctx context.Context, req Request) (_ cgroup.Scope, _ cgroup.Applied, ref *Refusal) {
+// makeScope makes the launch's scope: the launch committed to and
+// recorded, and the scope created with the caller in it. Once it exists
+// the launch is kept until the scope's end (the slot filled, the record
+// and the caller's watch kept); on a refusal before, nothing is left of
+// it.
+func (lc *launching) makeScope(ctx context.Context) (_ cgroup.Scope, _ cgroup.Applied, ref *Refusal) {
 	defer lc.rb.unwind(&ref)
 	lc.pushSettle(ctx)
 	l, pe := lc.l, lc.PreparedExecution
-	if ref := pe.sameExecution(req); ref != nil {
-		return cgroup.Scope{}, cgroup.Applied{}, ref
-	}
-	if pe.attempt != "" && !l.clock.Now().Before(pe.deadline) {
-		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeResourceUnavailable, detailExpired, ErrExpired)
-	}
-	rec := pe.record()
-	if ref := lc.commitTo(ctx, rec); ref != nil {
+	rec, ref := lc.commitTo(ctx)
+	if ref != nil {
 		return cgroup.Scope{}, cgroup.Applied{}, ref
 	}
 	// Known before the scope exists, so that the agent controller finds
@@ -201,17 +248,33 @@ func (pe *PreparedExecution) record() Record {
 	return rec
 }
 
-// commitTo commits to the launch before anything is created: the
-// authority begins it and its record is written, at once; both are
-// durable before the scope is created. A crash between them leaves what
-// recover settles: a record without a scope, or a begun attempt without a
-// record, neither of which made a scope.
-func (lc *launching) commitTo(ctx context.Context, rec Record) *Refusal {
-	l := lc.l
+// commitTo commits to the launch before anything is created, and returns
+// its record: the authority begins it (or admits it and begins it, when
+// admitting) and its record is written, at once; both are durable before
+// the scope is created. A crash between them leaves what recover settles:
+// a record without a scope, or a begun attempt without a record, neither
+// of which made a scope. An optional workspace's execution is admitted
+// before its record is written, as a refusal leaves it to run
+// unaccounted under another ID.
+func (lc *launching) commitTo(ctx context.Context) (Record, *Refusal) {
+	l, pe := lc.l, lc.PreparedExecution
+	if lc.admitting && pe.x.Participation == v1alpha1.ParticipationOptional {
+		lc.admitting = false
+		if ref := lc.admitLaunch(ctx); ref != nil && !pe.unaccountedAfter(ref) {
+			return Record{}, ref
+		}
+	}
+	rec := pe.record()
+	if lc.admitting {
+		rec.Attempt = pe.id // the attempt it may make, for recover
+	}
 	put := make(chan error, 1)
 	go func() { put <- l.store.Put(ctx, rec) }()
 	var ref *Refusal
-	if lc.attempt != "" {
+	switch {
+	case lc.admitting:
+		ref = lc.admitLaunch(ctx)
+	case pe.attempt != "" && lc.phase == admission.PhasePrepared:
 		ref = lc.begin(ctx)
 	}
 	err := <-put
@@ -224,10 +287,30 @@ func (lc *launching) commitTo(ctx context.Context, rec Record) *Refusal {
 	}
 	switch {
 	case ref != nil:
-		return ref
+		return Record{}, ref
 	case err != nil:
-		return lc.refuse(CodeInternal, detailRecordFailed, err)
+		return Record{}, lc.refuse(CodeInternal, detailRecordFailed, err)
 	}
+	return rec, nil
+}
+
+// admitLaunch admits the attempt and commits it to its launch in one
+// request, and keeps its plan and permit; or it returns the admission's
+// refusal, the attempt settled as an unknown admission's is.
+func (lc *launching) admitLaunch(ctx context.Context) *Refusal {
+	l, pe := lc.l, lc.PreparedExecution
+	actx, cancel := l.authCtx(ctx)
+	started, err := l.auth.AdmitLaunch(actx, l.principal, pe.id, pe.digest, pe.x.Intent)
+	cancel()
+	if err == nil && started.Permit.IsZero() && started.Record.Phase == admission.PhaseLaunchCommitted {
+		// Committed by an earlier request: not an answer to this one.
+		started.Record.Phase = admission.PhaseSuspect
+	}
+	if ref := l.admitted(ctx, pe.id, started.Record, err, admission.PhaseLaunchCommitted); ref != nil {
+		return ref
+	}
+	pe.attempt, pe.plan = pe.id, *started.Record.Plan
+	lc.phase, lc.permit = admission.PhaseLaunchCommitted, started.Permit
 	return nil
 }
 
@@ -265,7 +348,8 @@ func (lc *launching) begin(ctx context.Context) *Refusal {
 }
 
 // authorize binds the attempt to its scope, on the limits read back, and
-// authorizes the run, and returns the plan the caller execs. A refusal
+// authorizes the run, in one request, and returns the plan the caller
+// execs. A refusal
 // leaves the scope to its end: the caller exits on it, and the attempt,
 // cancelled, drains until the scope's end settles it.
 func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgroup.Applied) (_ Plan, ref *Refusal) {
@@ -288,23 +372,15 @@ func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgr
 			Name: sc.Name, ObservedAt: l.clock.Now(), Exists: true, Populated: true, Applied: applied, Root: &root,
 		}
 		actx, cancel := l.authCtx(ctx)
-		_, err := l.auth.BindScope(actx, l.principal, pe.attempt, lc.permit, ev)
+		run, err := l.auth.BindAndAuthorize(actx, l.principal, pe.attempt, lc.permit, ev)
 		cancel()
-		if err != nil {
-			detail := detailBindFailed
-			if pe.caller.Exited() {
-				detail = detailCallerGone
-			}
-			return Plan{}, lc.refuse(CodeInternal, detail, err)
-		}
-		actx, cancel = l.authCtx(ctx)
-		run, err := l.auth.AuthorizeRun(actx, l.principal, pe.attempt, lc.permit)
-		cancel()
-		if err == nil && !run.MayExec {
-			err = fmt.Errorf("attempt %s: run already authorized", pe.attempt)
-		}
-		if err != nil {
-			return Plan{}, lc.refuse(CodeInternal, detailRunNotAuthorized, err)
+		switch {
+		case err != nil && pe.caller.Exited():
+			return Plan{}, lc.refuse(CodeInternal, detailCallerGone, err)
+		case err != nil:
+			return Plan{}, lc.refuse(CodeInternal, detailBindFailed, err)
+		case !run.MayExec:
+			return Plan{}, lc.refuse(CodeInternal, detailRunNotAuthorized, fmt.Errorf("attempt %s: run already authorized", pe.attempt))
 		}
 	}
 	lc.rb.commit()

@@ -23,86 +23,88 @@ import (
 // caller exits, the attempt is released on that evidence, and forgetting
 // the launch frees its slot and deletes its record.
 func TestLaunchPutsTheCallerInItsScope(t *testing.T) {
-	h := newHarness(t)
-	w := h.workspace("web", v1alpha1.ParticipationRequired, 2)
-	h.start()
-	c, plan := h.launch(h.request("web", "true", "--flag"))
+	eachMode(t, func(t *testing.T, h *harness) {
+		w := h.workspace("web", v1alpha1.ParticipationRequired, 2)
+		h.start()
+		c, plan := h.launch(h.request("web", "true", "--flag"))
 
-	if plan.Attempt == "" || plan.Attempt != plan.ID || plan.Scope != scope.ScopeName("coder", plan.ID) {
-		t.Fatalf("plan = %+v, want the scope named for the attempt", plan)
-	}
-	if plan.Path != "/usr/bin/true" || plan.Dir != w.Spec.Root || !slices.Equal(plan.Argv, []string{"true", "--flag"}) {
-		t.Errorf("plan runs %s %q in %s, want /usr/bin/true [true --flag] in %s", plan.Path, plan.Argv, plan.Dir, w.Spec.Root)
-	}
-	for _, kv := range []string{"PATH=/usr/bin:/bin", "HOME=/root", "TEAM=web", "MARSHAL_WORKSPACE=web", "MARSHAL_PROFILE=coder", "MARSHAL_NETWORK=open"} {
-		if !slices.Contains(plan.Env, kv) {
-			t.Errorf("plan env %q lacks %s", plan.Env, kv)
+		if plan.Attempt == "" || plan.Attempt != plan.ID || plan.Scope != scope.ScopeName("coder", plan.ID) {
+			t.Fatalf("plan = %+v, want the scope named for the attempt", plan)
 		}
-	}
-	if got := h.scopeOf(c.cmd.Process.Pid); got != plan.Scope {
-		t.Errorf("caller is in scope %q, want its scope %s", got, plan.Scope)
-	}
-	r := h.lookup(plan.Attempt)
-	if r.Phase != admission.PhaseRunAuthorized || r.Root == nil || r.Root.PID != c.cmd.Process.Pid || r.Scope != plan.Scope {
-		t.Fatalf("attempt = %s, root %+v, scope %s; want run_authorized with the caller as root", r.Phase, r.Root, r.Scope)
-	}
-	applied, err := h.backend.ScopeLimits(t.Context(), cgroup.Scope{Name: plan.Scope})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := planLimits(*r.Plan, r.Intent.Requested); !applied.Satisfies(want) {
-		t.Errorf("scope limits %+v, want %+v", applied.Limits, want)
-	}
-	if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" || info.Attempt != plan.Attempt {
-		t.Errorf("Info = %+v, %v; want workspace web and the attempt", info, ok)
-	}
-	if held, reserved := h.l.Slots().Held("web"), h.l.Reserved("web"); held != 1 || reserved != 0 {
-		t.Errorf("slots held %d, reserved %d; want 1 filled", held, reserved)
-	}
-	if recs := h.records(); len(recs) != 1 || recs[0].ID != plan.ID || recs[0].PID != c.cmd.Process.Pid {
-		t.Errorf("records = %+v, want the launch's", recs)
-	}
+		if plan.Path != "/usr/bin/true" || plan.Dir != w.Spec.Root || !slices.Equal(plan.Argv, []string{"true", "--flag"}) {
+			t.Errorf("plan runs %s %q in %s, want /usr/bin/true [true --flag] in %s", plan.Path, plan.Argv, plan.Dir, w.Spec.Root)
+		}
+		for _, kv := range []string{"PATH=/usr/bin:/bin", "HOME=/root", "TEAM=web", "MARSHAL_WORKSPACE=web", "MARSHAL_PROFILE=coder", "MARSHAL_NETWORK=open"} {
+			if !slices.Contains(plan.Env, kv) {
+				t.Errorf("plan env %q lacks %s", plan.Env, kv)
+			}
+		}
+		if got := h.scopeOf(c.cmd.Process.Pid); got != plan.Scope {
+			t.Errorf("caller is in scope %q, want its scope %s", got, plan.Scope)
+		}
+		r := h.lookup(plan.Attempt)
+		if r.Phase != admission.PhaseRunAuthorized || r.Root == nil || r.Root.PID != c.cmd.Process.Pid || r.Scope != plan.Scope {
+			t.Fatalf("attempt = %s, root %+v, scope %s; want run_authorized with the caller as root", r.Phase, r.Root, r.Scope)
+		}
+		applied, err := h.backend.ScopeLimits(t.Context(), cgroup.Scope{Name: plan.Scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := planLimits(*r.Plan, r.Intent.Requested); !applied.Satisfies(want) {
+			t.Errorf("scope limits %+v, want %+v", applied.Limits, want)
+		}
+		if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" || info.Attempt != plan.Attempt {
+			t.Errorf("Info = %+v, %v; want workspace web and the attempt", info, ok)
+		}
+		if held, reserved := h.l.Slots().Held("web"), h.l.Reserved("web"); held != 1 || reserved != 0 {
+			t.Errorf("slots held %d, reserved %d; want 1 filled", held, reserved)
+		}
+		if recs := h.records(); len(recs) != 1 || recs[0].ID != plan.ID || recs[0].PID != c.cmd.Process.Pid {
+			t.Errorf("records = %+v, want the launch's", recs)
+		}
 
-	// Running: not over.
-	over, err := h.l.Settle(t.Context(), cgroup.Scope{Name: plan.Scope, ID: plan.ID}, time.Time{})
-	if err != nil || over {
-		t.Fatalf("Settle while running = %v, %v; want not over", over, err)
-	}
-	c.exit(t)
-	h.settle(plan)
-	if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseReleased || r.Release != admission.ReleaseScopeTerminated {
-		t.Errorf("attempt after the caller exited = %s %s, want released scope_terminated", r.Phase, r.Release)
-	}
-	if s := h.auth.Snapshot(); s.Committed != (admission.Budget{}) || s.Charged != 0 {
-		t.Errorf("committed %+v over %d, want nothing", s.Committed, s.Charged)
-	}
-	if held := h.l.Slots().Held("web"); held != 0 || len(h.records()) != 0 || len(h.scopes()) != 0 {
-		t.Errorf("after forget: %d held, records %v, scopes %v; want none", held, h.records(), h.scopes())
-	}
+		// Running: not over.
+		over, err := h.l.Settle(t.Context(), cgroup.Scope{Name: plan.Scope, ID: plan.ID}, time.Time{})
+		if err != nil || over {
+			t.Fatalf("Settle while running = %v, %v; want not over", over, err)
+		}
+		c.exit(t)
+		h.settle(plan)
+		if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseReleased || r.Release != admission.ReleaseScopeTerminated {
+			t.Errorf("attempt after the caller exited = %s %s, want released scope_terminated", r.Phase, r.Release)
+		}
+		if s := h.auth.Snapshot(); s.Committed != (admission.Budget{}) || s.Charged != 0 {
+			t.Errorf("committed %+v over %d, want nothing", s.Committed, s.Charged)
+		}
+		if held := h.l.Slots().Held("web"); held != 0 || len(h.records()) != 0 || len(h.scopes()) != 0 {
+			t.Errorf("after forget: %d held, records %v, scopes %v; want none", held, h.records(), h.scopes())
+		}
+	})
 }
 
 // Without participation nothing is asked of the authority: the scope has
 // an ID of its own and no limits.
 func TestLaunchWithoutParticipation(t *testing.T) {
-	h := newHarness(t)
-	h.workspace("web", v1alpha1.ParticipationNone, 1)
-	h.start()
-	c, plan := h.launch(h.request("web"))
-	if plan.Attempt != "" || !scope.ValidID(plan.ID) {
-		t.Fatalf("plan = %+v, want no attempt and a fresh ID", plan)
-	}
-	applied, err := h.backend.ScopeLimits(t.Context(), cgroup.Scope{Name: plan.Scope})
-	if err != nil || applied.Limits != (cgroup.Limits{}) {
-		t.Errorf("scope limits = %+v, %v; want none", applied.Limits, err)
-	}
-	if s := h.auth.Snapshot(); s.Charged != 0 {
-		t.Errorf("charged = %d, want 0", s.Charged)
-	}
-	c.exit(t)
-	h.settle(plan)
-	if h.l.Slots().Held("web") != 0 {
-		t.Error("slot not freed")
-	}
+	eachMode(t, func(t *testing.T, h *harness) {
+		h.workspace("web", v1alpha1.ParticipationNone, 1)
+		h.start()
+		c, plan := h.launch(h.request("web"))
+		if plan.Attempt != "" || !scope.ValidID(plan.ID) {
+			t.Fatalf("plan = %+v, want no attempt and a fresh ID", plan)
+		}
+		applied, err := h.backend.ScopeLimits(t.Context(), cgroup.Scope{Name: plan.Scope})
+		if err != nil || applied.Limits != (cgroup.Limits{}) {
+			t.Errorf("scope limits = %+v, %v; want none", applied.Limits, err)
+		}
+		if s := h.auth.Snapshot(); s.Charged != 0 {
+			t.Errorf("charged = %d, want 0", s.Charged)
+		}
+		c.exit(t)
+		h.settle(plan)
+		if h.l.Slots().Held("web") != 0 {
+			t.Error("slot not freed")
+		}
+	})
 }
 
 // A prepared execution is used once: whichever of Launch and Cancel
@@ -428,39 +430,39 @@ func TestAdmissionRefusals(t *testing.T) {
 	for _, tc := range tests {
 		for _, p := range []v1alpha1.Participation{v1alpha1.ParticipationRequired, v1alpha1.ParticipationOptional} {
 			t.Run(tc.name+"_"+string(p), func(t *testing.T) {
-				h := newHarness(t)
-				w := h.workspace("web", p, 1)
-				h.start()
-				tc.setup(h, w)
-				c, caller := h.caller()
-				req := h.request("web")
-				pe, err := h.l.Prepare(t.Context(), req, caller)
-				if p == v1alpha1.ParticipationRequired {
-					r := refusal(t, err, tc.code, tc.state)
-					if r.Detail != tc.detail || r.PID != c.cmd.Process.Pid {
-						t.Errorf("refusal = %+v, want detail %q", r, tc.detail)
+				eachMode(t, func(t *testing.T, h *harness) {
+					w := h.workspace("web", p, 1)
+					h.start()
+					tc.setup(h, w)
+					c, caller := h.caller()
+					req := h.request("web")
+					plan, err := h.run(req, caller)
+					if p == v1alpha1.ParticipationRequired {
+						r := refusal(t, err, tc.code, tc.state)
+						if r.Detail != tc.detail || r.PID != c.cmd.Process.Pid {
+							t.Errorf("refusal = %+v, want detail %q", r, tc.detail)
+						}
+						if h.l.Slots().Held("web") != 0 || len(h.scopes()) != 0 || h.scopeOf(c.cmd.Process.Pid) != "" {
+							t.Errorf("a refused launch left a slot (%d) or a scope (%v)", h.l.Slots().Held("web"), h.scopes())
+						}
+						if tc.name != "closed_authority" && h.auth.Snapshot().Charged != 0 {
+							t.Error("a refused launch is charged")
+						}
+						return
 					}
-					if h.l.Slots().Held("web") != 0 || len(h.scopes()) != 0 || h.scopeOf(c.cmd.Process.Pid) != "" {
-						t.Errorf("a refused launch left a slot (%d) or a scope (%v)", h.l.Slots().Held("web"), h.scopes())
+					if err != nil {
+						t.Fatalf("optional participation refused: %v", err)
 					}
-					if tc.name != "closed_authority" && h.auth.Snapshot().Charged != 0 {
-						t.Error("a refused launch is charged")
+					if plan.Attempt != "" || plan.Unaccounted != tc.reason || !scope.ValidID(plan.ID) {
+						t.Errorf("plan = %+v, want unaccounted %s", plan, tc.reason)
 					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("optional participation refused: %v", err)
-				}
-				plan, err := pe.Launch(t.Context(), req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if plan.Attempt != "" || plan.Unaccounted != tc.reason || !scope.ValidID(plan.ID) {
-					t.Errorf("plan = %+v, want unaccounted %s", plan, tc.reason)
-				}
-				if h.scopeOf(c.cmd.Process.Pid) != plan.Scope {
-					t.Error("the unaccounted run is not in its scope")
-				}
+					if h.scopeOf(c.cmd.Process.Pid) != plan.Scope {
+						t.Error("the unaccounted run is not in its scope")
+					}
+					if recs := h.records(); len(recs) != 1 || recs[0].ID != plan.ID || recs[0].Attempt != "" {
+						t.Errorf("records = %+v, want the unaccounted launch's alone", recs)
+					}
+				})
 			})
 		}
 	}
@@ -528,5 +530,31 @@ func TestAuthorizationRefusals(t *testing.T) {
 				t.Error("an unauthorized request reserved something")
 			}
 		})
+	}
+}
+
+// Launched at once, an admitted launch asks the authority for two
+// requests, each one durable commit: AdmitLaunch before anything is
+// created, BindAndAuthorize once the scope exists.
+func TestLaunchAtOnceMakesTwoRequests(t *testing.T) {
+	h := newHarness(t)
+	h.mode = "at_once"
+	h.workspace("web", v1alpha1.ParticipationRequired, 1)
+	var x *lossy
+	h.wrap = func(a Authority) Authority { x = newLossy(a); return x }
+	h.start()
+	c, plan := h.launch(h.request("web"))
+	if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseRunAuthorized || r.Scope != plan.Scope {
+		t.Fatalf("attempt = %s on %q, want run_authorized on %s", r.Phase, r.Scope, plan.Scope)
+	}
+	for request, want := range map[string]int{"AdmitLaunch": 1, "BindAndAuthorize": 1, "Admit": 0, "BeginLaunch": 0, "Lookup": 0, "Cancel": 0, "AbandonLaunch": 0} {
+		if got := x.count(request); got != want {
+			t.Errorf("%s asked %d times, want %d", request, got, want)
+		}
+	}
+	c.exit(t)
+	h.settle(plan)
+	if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseReleased {
+		t.Errorf("attempt after the caller exited = %s, want released", r.Phase)
 	}
 }

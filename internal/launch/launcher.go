@@ -36,13 +36,13 @@ type Admissions interface {
 	Snapshot() admission.Snapshot
 }
 
-// Commitments is what launching a prepared execution asks: the launch
-// begun, its scope bound and its run authorized, or the launch abandoned
-// when it made nothing.
+// Commitments is what launching asks: the launch begun (a prepared
+// attempt's) or admitted and begun at once, its scope bound and its run
+// authorized, or the launch abandoned when it made nothing.
 type Commitments interface {
 	BeginLaunch(ctx context.Context, p admission.Principal, key string) (admission.Launch, error)
-	BindScope(ctx context.Context, p admission.Principal, key string, permit admission.Permit, ev admission.ScopeEvidence) (admission.Record, error)
-	AuthorizeRun(ctx context.Context, p admission.Principal, key string, permit admission.Permit) (admission.Run, error)
+	AdmitLaunch(ctx context.Context, p admission.Principal, key, digest string, intent admission.Intent) (admission.Launch, error)
+	BindAndAuthorize(ctx context.Context, p admission.Principal, key string, permit admission.Permit, ev admission.ScopeEvidence) (admission.Run, error)
 	AbandonLaunch(ctx context.Context, p admission.Principal, key string, reason admission.AbandonReason) (admission.Record, error)
 }
 

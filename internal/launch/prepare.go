@@ -97,7 +97,7 @@ type Plan struct {
 // is launched or cancelled, the execution is dropped.
 func (l *Launcher) Prepare(ctx context.Context, req Request, caller *Process) (*PreparedExecution, error) {
 	started := l.clock.Now()
-	pe, ref := l.prepare(ctx, req, caller, started)
+	pe, ref := l.prepare(ctx, req, caller, started, true)
 	if ref != nil {
 		ref.PID = caller.PID
 		l.observeLaunch(strings.ToLower(string(ref.Code)), started)
@@ -109,7 +109,8 @@ func (l *Launcher) Prepare(ctx context.Context, req Request, caller *Process) (*
 
 // prepare is Prepare up to the prepared execution, which owns the caller,
 // the slot and the attempt once it is returned; a refusal unmakes them.
-func (l *Launcher) prepare(ctx context.Context, req Request, caller *Process, started time.Time) (_ *PreparedExecution, ref *Refusal) {
+// Without admitNow, admission is left to the launch (Launcher.Launch).
+func (l *Launcher) prepare(ctx context.Context, req Request, caller *Process, started time.Time, admitNow bool) (_ *PreparedExecution, ref *Refusal) {
 	var rb rollback
 	defer rb.unwind(&ref)
 	rb.push(func(*Refusal) { caller.Close() })
@@ -146,23 +147,36 @@ func (l *Launcher) prepare(ctx context.Context, req Request, caller *Process, st
 	}
 	rb.push(func(*Refusal) { slot.Free() })
 	pe := &PreparedExecution{l: l, w: w, x: x, digest: digest, id: scope.NewID(), slot: slot, caller: caller, started: started}
-	if x.Participation == v1alpha1.ParticipationRequired || x.Participation == v1alpha1.ParticipationOptional {
-		if ref := l.admit(ctx, pe); ref != nil {
-			if x.Participation == v1alpha1.ParticipationRequired || !runsUnaccounted(ref) {
-				return nil, ref
-			}
-			// Optional: run without a reservation, under an ID of its own,
-			// not the attempt's.
-			pe.id, pe.unaccounted = scope.NewID(), unaccountedFor(ref)
+	if admitNow && pe.participates() {
+		if ref := l.admit(ctx, pe); ref != nil && !pe.unaccountedAfter(ref) {
+			return nil, ref
 		}
 	}
 	rb.commit()
 	return pe, nil
 }
 
-// runsUnaccounted reports whether an optional workspace runs unaccounted
-// after refusal r: a denial or an authority that cannot answer, but not
-// a fault of the launch path itself.
+// participates reports whether pe's workspace asks for admission.
+func (pe *PreparedExecution) participates() bool {
+	p := pe.x.Participation
+	return p == v1alpha1.ParticipationRequired || p == v1alpha1.ParticipationOptional
+}
+
+// unaccountedAfter reports whether pe runs unaccounted after its
+// admission was refused with r, as an optional workspace's execution does
+// after a denial or an authority that cannot answer (but not after a
+// fault of the launch path itself). It then runs under an ID of its own,
+// not the attempt's.
+func (pe *PreparedExecution) unaccountedAfter(r *Refusal) bool {
+	if pe.x.Participation != v1alpha1.ParticipationOptional || !runsUnaccounted(r) {
+		return false
+	}
+	pe.id, pe.unaccounted = scope.NewID(), unaccountedFor(r)
+	return true
+}
+
+// runsUnaccounted reports whether refusal r of an admission leaves an
+// optional workspace's execution to run unaccounted.
 func runsUnaccounted(r *Refusal) bool {
 	switch r.Code {
 	case CodeResourceUnavailable, CodePolicyUnsupported, CodeAuthorityUnavailable, CodeAdmissionUnknown:
@@ -186,10 +200,20 @@ func unaccountedFor(r *Refusal) Unaccounted {
 // admit asks the authority for pe's attempt under pe.id. It returns nil
 // when the attempt is prepared, and the refusal otherwise.
 func (l *Launcher) admit(ctx context.Context, pe *PreparedExecution) *Refusal {
-	id := pe.id
 	actx, cancel := l.authCtx(ctx)
-	rec, err := l.auth.Admit(actx, l.principal, id, pe.digest, pe.x.Intent)
+	rec, err := l.auth.Admit(actx, l.principal, pe.id, pe.digest, pe.x.Intent)
 	cancel()
+	if ref := l.admitted(ctx, pe.id, rec, err, admission.PhasePrepared); ref != nil {
+		return ref
+	}
+	pe.attempt, pe.plan, pe.deadline = pe.id, *rec.Plan, rec.Reservation.Deadline
+	return nil
+}
+
+// admitted maps the authority's answer to the admission of attempt id:
+// nil when the attempt was recorded in phase want, the refusal otherwise.
+// An unknown answer is settled by one lookup.
+func (l *Launcher) admitted(ctx context.Context, id string, rec admission.Record, err error, want admission.Phase) *Refusal {
 	switch {
 	case unknownOutcome(err):
 		l.observeAdmission("unknown")
@@ -203,9 +227,8 @@ func (l *Launcher) admit(ctx context.Context, pe *PreparedExecution) *Refusal {
 	case err != nil:
 		l.observeAdmission("unavailable")
 		return &Refusal{Code: CodeAuthorityUnavailable, Detail: detailAuthority, Attempt: id, State: StateNotRecorded, cause: err}
-	case rec.Phase == admission.PhasePrepared:
+	case rec.Phase == want:
 		l.observeAdmission("prepared")
-		pe.attempt, pe.plan, pe.deadline = id, *rec.Plan, rec.Reservation.Deadline
 		return nil
 	case rec.Phase == admission.PhaseDenied:
 		l.observeAdmission(string(rec.Denial))
@@ -219,9 +242,10 @@ func (l *Launcher) admit(ctx context.Context, pe *PreparedExecution) *Refusal {
 }
 
 // settleUnknown is what follows an unknown admission: exactly one lookup.
-// Found prepared, the attempt is cancelled; found settled, it is
-// reported as found; not found, or no answer, it stays unknown. It is
-// never admitted again.
+// Found prepared, the attempt is cancelled; found committed to its launch
+// (by AdmitLaunch, whose permit was lost), the launch is abandoned
+// (grant_not_received); found settled, it is reported as found; not
+// found, or no answer, it stays unknown. It is never admitted again.
 func (l *Launcher) settleUnknown(ctx context.Context, id string) *Refusal {
 	unknown := &Refusal{Code: CodeAdmissionUnknown, Detail: detailUnknown, Attempt: id, State: StateUnknown, cause: ErrAdmissionUnknown}
 	actx, cancel := l.authCtx(context.WithoutCancel(ctx))
@@ -243,6 +267,8 @@ func (l *Launcher) settleUnknown(ctx context.Context, id string) *Refusal {
 			unknown.State = StateCancelled
 		}
 		return unknown
+	case admission.PhaseLaunchCommitted:
+		unknown.State = l.abandon(context.WithoutCancel(ctx), id, admission.AbandonGrantNotReceived)
 	case admission.PhaseDenied:
 		return l.denied(r)
 	case admission.PhaseExpired:

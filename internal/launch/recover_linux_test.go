@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -21,8 +22,11 @@ func TestRestartMidLaunchLeaksNothing(t *testing.T) {
 		// crash does the steps of a launch up to the crash, for a caller
 		// that was prepared in pe.
 		crash func(h *harness, pe *PreparedExecution, req Request)
-		// afterRestart is the attempt's phase and the slots held right
-		// after the restart.
+		// atOnce launches as Launcher.Launch does: the crash is given an
+		// execution prepared without admission.
+		atOnce bool
+		// afterRestart is the attempt's phase ("" when it was never
+		// recorded) and the slots held right after the restart.
 		phase admission.Phase
 		held  int64
 	}{
@@ -56,9 +60,7 @@ func TestRestartMidLaunchLeaksNothing(t *testing.T) {
 			crash: func(h *harness, pe *PreparedExecution, req Request) {
 				h.begin(pe)
 				h.put(pe)
-				if _, _, err := h.backend.CreateScope(h.t.Context(), "coder", pe.ID(), pe.caller.PID, pe.limits()); err != nil {
-					h.t.Fatal(err)
-				}
+				h.createScope(pe)
 			},
 			phase: admission.PhaseSuspect,
 			held:  1,
@@ -73,6 +75,50 @@ func TestRestartMidLaunchLeaksNothing(t *testing.T) {
 			phase: admission.PhaseSuspect,
 			held:  1,
 		},
+		{
+			name:   "at_once_after_the_record_before_admission",
+			crash:  func(h *harness, pe *PreparedExecution, req Request) { h.put(pe) },
+			atOnce: true,
+		},
+		{
+			name:   "at_once_after_admission_before_the_record",
+			crash:  func(h *harness, pe *PreparedExecution, req Request) { h.admitLaunch(pe) },
+			atOnce: true,
+			phase:  admission.PhaseReleased,
+		},
+		{
+			name: "at_once_after_admission_and_the_record",
+			crash: func(h *harness, pe *PreparedExecution, req Request) {
+				h.put(pe)
+				h.admitLaunch(pe)
+			},
+			atOnce: true,
+			phase:  admission.PhaseReleased,
+		},
+		{
+			name: "at_once_after_the_scope_before_the_bind",
+			crash: func(h *harness, pe *PreparedExecution, req Request) {
+				h.put(pe)
+				h.admitLaunch(pe)
+				h.createScope(pe)
+			},
+			atOnce: true,
+			phase:  admission.PhaseSuspect,
+			held:   1,
+		},
+		{
+			name: "at_once_after_the_launch",
+			crash: func(h *harness, pe *PreparedExecution, req Request) {
+				lc := pe.launching()
+				lc.admitting = true
+				if _, ref := lc.run(h.t.Context()); ref != nil {
+					h.t.Fatal(ref)
+				}
+			},
+			atOnce: true,
+			phase:  admission.PhaseSuspect,
+			held:   1,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,9 +129,18 @@ func TestRestartMidLaunchLeaksNothing(t *testing.T) {
 			gen := h.l.Generation()
 			req := h.request("web")
 			c, p := h.caller()
-			pe, err := h.l.Prepare(t.Context(), req, p)
-			if err != nil {
-				t.Fatal(err)
+			var pe *PreparedExecution
+			if tc.atOnce {
+				var ref *Refusal
+				if pe, ref = h.l.prepare(t.Context(), req, p, h.clock.Now(), false); ref != nil {
+					t.Fatal(ref)
+				}
+				pe.used = true
+			} else {
+				var err error
+				if pe, err = h.l.Prepare(t.Context(), req, p); err != nil {
+					t.Fatal(err)
+				}
 			}
 			tc.crash(h, pe, req)
 
@@ -93,7 +148,7 @@ func TestRestartMidLaunchLeaksNothing(t *testing.T) {
 			if h.l.Generation() != gen+1 {
 				t.Errorf("generation after restart = %d, want %d", h.l.Generation(), gen+1)
 			}
-			id := pe.Attempt()
+			id := pe.ID()
 			if got := h.recorded(id).Phase; got != tc.phase {
 				t.Errorf("attempt after restart = %s, want %s", got, tc.phase)
 			}
@@ -151,12 +206,31 @@ func (h *harness) begin(pe *PreparedExecution) {
 	}
 }
 
+// createScope creates pe's scope with its caller in it, as Launch does
+// once committed.
+func (h *harness) createScope(pe *PreparedExecution) {
+	h.t.Helper()
+	if _, _, err := h.backend.CreateScope(h.t.Context(), "coder", pe.ID(), pe.caller.PID, pe.limits()); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// admitLaunch admits pe's attempt and begins its launch in one request,
+// as Launcher.Launch does first.
+func (h *harness) admitLaunch(pe *PreparedExecution) {
+	h.t.Helper()
+	l, err := h.auth.AdmitLaunch(h.t.Context(), h.l.principal, pe.ID(), pe.digest, pe.x.Intent)
+	if err != nil || l.Permit.IsZero() {
+		h.t.Fatalf("AdmitLaunch = %s, %v", l.Record.Phase, err)
+	}
+}
+
 // put writes pe's launch record, as Launch does before creating the
-// scope.
+// scope; its workspace participates, so the record names the attempt.
 func (h *harness) put(pe *PreparedExecution) {
 	h.t.Helper()
 	rec := Record{
-		ID: pe.ID(), Workspace: pe.x.Workspace, Profile: pe.x.Profile, Attempt: pe.Attempt(), Generation: h.l.generation,
+		ID: pe.ID(), Workspace: pe.x.Workspace, Profile: pe.x.Profile, Attempt: pe.ID(), Generation: h.l.generation,
 		PID: pe.caller.PID, UID: pe.caller.UID, StartTime: pe.caller.StartTime, BootID: h.l.bootID, Started: h.clock.Now(),
 	}
 	if err := (FileStore{Dir: h.recordDir, DB: h.db}).Put(h.t.Context(), rec); err != nil {
@@ -167,7 +241,7 @@ func (h *harness) put(pe *PreparedExecution) {
 // recorded is the attempt as the journal holds it, whichever generation
 // admitted it: a charged one from the charged set, a settled or prepared
 // one from Reconcile, which returns those unchanged whatever the
-// evidence.
+// evidence; the zero Record when it was never recorded.
 func (h *harness) recorded(id string) admission.Record {
 	h.t.Helper()
 	charged, err := h.auth.Charged(h.t.Context())
@@ -180,6 +254,9 @@ func (h *harness) recorded(id string) admission.Record {
 		}
 	}
 	r, err := h.auth.Reconcile(h.t.Context(), id, admission.ScopeEvidence{})
+	if errors.Is(err, admission.ErrNotFound) {
+		return admission.Record{} // never recorded
+	}
 	if err != nil {
 		h.t.Fatalf("reading attempt %s: %v", id, err)
 	}

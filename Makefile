@@ -34,9 +34,18 @@ vet: ## go vet
 test: fmt-check vet ## gofmt check, go vet, and every test with -race
 	$(GO) test -race -count=$(COUNT) $(PKGS)
 
+# bench keeps each run in $(BENCHDIR)/last.txt, to print the next run's
+# figures beside it; BENCH_BASE names another run to compare with.
+BENCHDIR   ?= .bench
+BENCH_BASE ?= $(wildcard $(BENCHDIR)/last.txt)
+
 .PHONY: bench
-bench: ## run the benchmarks (BENCH=regexp PKGS=./path/...)
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=$(COUNT) $(PKGS)
+bench: ## run the benchmarks, each figure beside the previous run's (BENCH=regexp PKGS=./path/... BENCH_BASE=file)
+	@mkdir -p $(BENCHDIR)
+	@{ $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=$(COUNT) $(PKGS); echo $$? > $(BENCHDIR)/status; } | tee $(BENCHDIR)/new.txt
+	@awk -f test/benchcmp.awk $(BENCH_BASE) $(BENCHDIR)/new.txt
+	@status=$$(cat $(BENCHDIR)/status); rm -f $(BENCHDIR)/status; \
+	if [ "$$status" = 0 ]; then mv $(BENCHDIR)/new.txt $(BENCHDIR)/last.txt; fi; exit $$status
 
 .PHONY: fuzz
 # Every Fuzz function in a _test.go file is a target: a new one needs no

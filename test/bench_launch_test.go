@@ -30,10 +30,13 @@ type launcher struct {
 // required, with the cgroupfs backend. Each iteration runs every way
 // once, interleaved, so that they share the machine's moods; it reports
 // the median and the 90th percentile of each, in milliseconds, and what
-// marshal adds to the bare exec (the medians' difference). A marshalctl
-// built statically (CGO_ENABLED=0) is timed too: the build that ships is
-// whatever make build makes. marshalctl version --client is timed as the
-// CLI's own start and exit.
+// marshal adds to the bare exec (the medians' difference), what admission
+// adds to a launch (required over none), and what a launch without it
+// adds as a share of what systemd-run adds (none-per-systemd-run). A
+// marshalctl built statically (CGO_ENABLED=0) is timed too: the build
+// that ships is whatever make build makes. marshalctl version --client is timed as the
+// CLI's own start and exit, and a Go program that only execs /bin/true
+// (go-exec) as the floor of any Go CLI.
 func BenchmarkRunLatency(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times whole processes: run without -race")
@@ -42,7 +45,8 @@ func BenchmarkRunLatency(b *testing.B) {
 	d := startLaunchDaemon(b, launchManifests(root, roomy,
 		launchWorkspace{name: "none", participation: "none", maxLive: 64},
 		launchWorkspace{name: "required", participation: "required", maxLive: 64}), "none", "required")
-	static := buildStatic(b)
+	static := buildStatic(b, "../cmd/marshalctl")
+	goexec := buildStatic(b, "./testdata/goexec")
 	run := func(ctl, ws string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			cmd := exec.Command(ctl, "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
@@ -53,6 +57,8 @@ func BenchmarkRunLatency(b *testing.B) {
 	marshalctl := filepath.Join(bin, "marshalctl")
 	ways := []launcher{
 		{"bare", func() *exec.Cmd { return exec.Command("/bin/true") }},
+		// A Go program that only execs: the floor of any Go CLI's share.
+		{"go-exec", func() *exec.Cmd { return exec.Command(goexec, "/bin/true") }},
 		// marshalctl's own start and exit, asking nothing: the share of
 		// the CLI binary in what follows.
 		{"marshalctl-version", func() *exec.Cmd {
@@ -86,12 +92,20 @@ func BenchmarkRunLatency(b *testing.B) {
 	}
 	b.StopTimer()
 	bare := median(times[0])
+	medians := map[string]time.Duration{}
 	for i, w := range ways {
+		medians[w.name] = median(times[i])
 		b.ReportMetric(ms(median(times[i])), w.name+"-median-ms")
 		b.ReportMetric(ms(percentile(times[i], 90)), w.name+"-p90-ms")
 		if i > 0 {
 			b.ReportMetric(ms(median(times[i])-bare), w.name+"-over-bare-ms")
 		}
+	}
+	// The targets: what admission adds to a launch, and what a launch
+	// adds to the exec as a share of what systemd-run --scope adds.
+	b.ReportMetric(ms(medians["required"]-medians["none"]), "required-over-none-ms")
+	if sr, ok := medians["systemd-run"]; ok && sr > bare {
+		b.ReportMetric(float64(medians["none"]-bare)/float64(sr-bare), "none-per-systemd-run")
 	}
 	b.ReportMetric(0, "ns/op")
 	d.waitSettled(b)
@@ -146,16 +160,17 @@ func BenchmarkRunThroughput(b *testing.B) {
 	}
 }
 
-// buildStatic builds marshalctl without cgo, statically linked.
-func buildStatic(b *testing.B) string {
+// buildStatic builds the command in pkg without cgo, statically linked,
+// and returns its path.
+func buildStatic(b *testing.B, pkg string) string {
 	b.Helper()
 	dir := b.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "../cmd/marshalctl")
+	build := exec.Command("go", "build", "-o", dir+"/", pkg)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building a static marshalctl: %v\n%s", err, out)
+		b.Fatalf("building %s statically: %v\n%s", pkg, err, out)
 	}
-	return filepath.Join(dir, "marshalctl")
+	return filepath.Join(dir, filepath.Base(pkg))
 }
 
 // benchUserManager starts a throwaway systemd user manager for b, and

@@ -9,8 +9,8 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
 
-// BenchmarkLaunchPath times the daemon's side of one launch, Prepare and
-// Launch, on the real parts (journal and state database on disk, the
+// BenchmarkLaunchPath times the daemon's side of one launch at once
+// (Launcher.Launch, as marshalctl run asks for it), on the real parts (journal and state database on disk, the
 // cgroupfs backend, a real caller moved into its scope), without the
 // processes' start and exec: what marshald adds to a launch. Each
 // iteration's caller is started, and its launch settled and forgotten,
@@ -35,11 +35,7 @@ func BenchmarkLaunchPath(b *testing.B) {
 				}
 				b.StartTimer()
 				start := time.Now()
-				pe, err := h.l.Prepare(b.Context(), req, caller)
-				if err != nil {
-					b.Fatal(err)
-				}
-				plan, err := pe.Launch(b.Context(), req)
+				plan, err := h.l.Launch(b.Context(), req, caller)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -51,6 +47,7 @@ func BenchmarkLaunchPath(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs/launch")
+
 		})
 	}
 }

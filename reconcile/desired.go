@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -23,9 +24,9 @@ import (
 //     gave it (saved by an earlier run): the saved generation when the
 //     spec is the one it counted, the next one when not;
 //   - Set of an object whose spec differs from the stored one increments
-//     the generation; specs are compared by the digest of their JSON
-//     encoding (SpecSum), the form they are declared in, so an omitted
-//     list or map equals an empty one;
+//     the generation; specs are compared by their JSON encoding, the form
+//     they are declared in, so an omitted list or map equals an empty one
+//     (and a restored count by its digest, SpecSum);
 //   - labels and apiVersion are metadata, not spec: a change to them is a
 //     change (Set reports it and handlers run) but keeps the generation, as
 //     in Kubernetes;
@@ -60,12 +61,12 @@ type DesiredStore struct {
 }
 
 type desiredEntry struct {
-	obj v1alpha1.Object
-	sum SpecSum
+	obj  v1alpha1.Object
+	spec []byte // JSON of obj's spec
 }
 
-// SpecSum is the SHA-256 digest of a spec's JSON encoding: what the store
-// compares to tell whether a spec changed.
+// SpecSum is the SHA-256 digest of a spec's JSON encoding: what a saved
+// count remembers of the spec it numbers.
 type SpecSum [sha256.Size]byte
 
 // Generation is a key's count of spec changes: the generation, and the
@@ -106,7 +107,7 @@ func (d *DesiredStore) GenerationOf(key Key) (Generation, bool) {
 	if e == nil {
 		return Generation{}, false
 	}
-	return Generation{Generation: e.obj.GetObjectMeta().Generation, Spec: e.sum}, true
+	return Generation{Generation: e.obj.GetObjectMeta().Generation, Spec: sha256.Sum256(e.spec)}, true
 }
 
 // KeyOf returns the key of obj: its kind and metadata.name.
@@ -122,7 +123,7 @@ func KeyOf(obj v1alpha1.Object) Key {
 // a kind and a name; otherwise Set returns ErrInvalidObject and stores
 // nothing.
 func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
-	key, sum, err := inspect(obj)
+	key, spec, err := inspect(obj)
 	if err != nil {
 		return false, err
 	}
@@ -130,14 +131,14 @@ func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
 	d.mu.RLock()
 	old := d.byKind[key.Kind][key.Name]
 	d.mu.RUnlock()
-	if old != nil && old.sum == sum && sameMeta(old.obj, obj) {
+	if old != nil && bytes.Equal(old.spec, spec) && sameMeta(old.obj, obj) {
 		return false, nil
 	}
 	stored := obj.DeepCopyObject()
 	stored.ClearStatus()
 
 	d.mu.Lock()
-	changed = d.setLocked(key, stored, sum)
+	changed = d.setLocked(key, stored, spec)
 	d.mu.Unlock()
 	if changed {
 		d.notifier.notify(key)
@@ -145,7 +146,7 @@ func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
 	return changed, nil
 }
 
-func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, sum SpecSum) bool {
+func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, spec []byte) bool {
 	names := d.byKind[key.Kind]
 	old := names[key.Name]
 	meta := stored.GetObjectMeta()
@@ -153,12 +154,12 @@ func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, sum SpecSum) b
 	case old == nil && restored:
 		delete(d.restored, key)
 		meta.Generation = max(r.Generation, 1)
-		if r.Spec != sum {
+		if r.Spec != sha256.Sum256(spec) {
 			meta.Generation++
 		}
 	case old == nil:
 		meta.Generation = 1
-	case old.sum != sum:
+	case !bytes.Equal(old.spec, spec):
 		meta.Generation = old.obj.GetObjectMeta().Generation + 1
 	default:
 		meta.Generation = old.obj.GetObjectMeta().Generation
@@ -173,7 +174,7 @@ func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, sum SpecSum) b
 	if old == nil {
 		d.count++
 	}
-	names[key.Name] = &desiredEntry{obj: stored, sum: sum}
+	names[key.Name] = &desiredEntry{obj: stored, spec: spec}
 	for _, di := range d.indexes {
 		di.ix.Set(key, di.refs(stored)...)
 	}
@@ -289,24 +290,24 @@ func (d *DesiredStore) AddIndex(refs func(obj v1alpha1.Object) []Key) *Index {
 	return ix
 }
 
-// inspect checks that obj can be stored and returns its key and the
-// digest of its spec.
-func inspect(obj v1alpha1.Object) (Key, SpecSum, error) {
+// inspect checks that obj can be stored and returns its key and the JSON
+// of its spec.
+func inspect(obj v1alpha1.Object) (Key, []byte, error) {
 	if obj == nil {
-		return Key{}, SpecSum{}, fmt.Errorf("nil object: %w", ErrInvalidObject)
+		return Key{}, nil, fmt.Errorf("nil object: %w", ErrInvalidObject)
 	}
 	// A kind's methods work on its pointer; a typed nil would panic in
 	// them.
 	if v := reflect.ValueOf(obj); v.Kind() != reflect.Pointer || v.IsNil() {
-		return Key{}, SpecSum{}, fmt.Errorf("%T is not a pointer to an API struct: %w", obj, ErrInvalidObject)
+		return Key{}, nil, fmt.Errorf("%T is not a pointer to an API struct: %w", obj, ErrInvalidObject)
 	}
 	key := KeyOf(obj)
 	if key.Kind == "" || key.Name == "" {
-		return Key{}, SpecSum{}, fmt.Errorf("%T %q: kind and name are required: %w", obj, key.String(), ErrInvalidObject)
+		return Key{}, nil, fmt.Errorf("%T %q: kind and name are required: %w", obj, key.String(), ErrInvalidObject)
 	}
 	b, err := json.Marshal(obj.GetSpec())
 	if err != nil {
-		return Key{}, SpecSum{}, fmt.Errorf("%s: encoding spec: %w: %w", key, ErrInvalidObject, err)
+		return Key{}, nil, fmt.Errorf("%s: encoding spec: %w: %w", key, ErrInvalidObject, err)
 	}
-	return key, sha256.Sum256(b), nil
+	return key, b, nil
 }

@@ -73,43 +73,10 @@ func mkdir(t testing.TB, parts ...string) string {
 	return dir
 }
 
-// child is a process started by a test, waited for by a goroutine the
-// test's cleanup stops.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func startChild(t testing.TB, name string, args ...string) *child {
+// startChild starts name with args, killed when t ends.
+func startChild(t testing.TB, name string, args ...string) *testutil.Child {
 	t.Helper()
-	c := &child{cmd: exec.Command(name, args...), done: make(chan struct{})}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-	})
-	return c
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// wait waits for the child to exit and returns what Wait said.
-func (c *child) wait(t testing.TB) error {
-	t.Helper()
-	select {
-	case <-c.done:
-		return c.err
-	case <-time.After(testutil.Deadline):
-		t.Fatalf("pid %d did not exit within %v", c.pid(), testutil.Deadline)
-		return nil
-	}
+	return testutil.StartChild(t, exec.Command(name, args...))
 }
 
 // recorder keeps the events a watch reported and wakes whoever waits for

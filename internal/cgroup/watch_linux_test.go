@@ -28,7 +28,7 @@ func TestWatchTreeReportsAScopeLifeInOrder(t *testing.T) {
 	rec.waitLast(t, name, cgroup.ScopeCreated)
 
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(scopeDir, c.pid()); err != nil {
+	if err := cgroup.MoveProcess(scopeDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, name, cgroup.ScopePopulated)
@@ -37,7 +37,7 @@ func TestWatchTreeReportsAScopeLifeInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, name, cgroup.ScopeEmptied)
-	c.wait(t)
+	c.Wait(t)
 
 	if err := cgroup.RemoveGroup(scopeDir); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestWatchTreeStartsWithARelist(t *testing.T) {
 	mkdir(t, slice, empty)
 	busyDir := mkdir(t, slice, busy)
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(busyDir, c.pid()); err != nil {
+	if err := cgroup.MoveProcess(busyDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	mkdir(t, dir, "not-a-marshal-slice")
@@ -174,7 +174,7 @@ func TestWatchTreeRelistAfterOverflowReportsResync(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(keptDir, c.pid()); err != nil {
+	if err := cgroup.MoveProcess(keptDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	newSlice := mkdir(t, dir, scope.SliceName("late"))
@@ -263,7 +263,7 @@ func TestWaitEvents(t *testing.T) {
 	tree, _ := newTree(t)
 	g := mkdir(t, tree.V2(), "g")
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(g, c.pid()); err != nil {
+	if err := cgroup.MoveProcess(g, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), testutil.Deadline)
@@ -275,7 +275,7 @@ func TestWaitEvents(t *testing.T) {
 	if err != nil || ev.Populated {
 		t.Fatalf("WaitEvents(unpopulated) = %+v, %v", ev, err)
 	}
-	c.wait(t)
+	c.Wait(t)
 
 	// A wait that cannot be met ends with its context, or with the group.
 	short, cancelShort := context.WithCancel(t.Context())
@@ -293,16 +293,18 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 	g := mkdir(t, tree.V2(), "g")
 	sub := mkdir(t, g, "sub")
 
-	parent := startChild(t, "sh", "-c", "sleep 60 & sleep 60 & wait")
-	if err := cgroup.MoveProcess(sub, parent.pid()); err != nil {
+	// The shell forks only once moved, so that its children start in sub.
+	parent := startChild(t, "sh", "-c", "read x; sleep 60 & sleep 60 & wait")
+	if err := cgroup.MoveProcess(sub, parent.PID()); err != nil {
 		t.Fatal(err)
 	}
+	parent.Say(t, "go")
 	ev, err := cgroup.ReadEvents(g)
 	if err != nil || !ev.Populated {
 		t.Fatalf("ReadEvents of a group with a process below = %+v, %v; want populated", ev, err)
 	}
-	if procs, err := cgroup.ReadProcs(sub); err != nil || !slices.Contains(procs, parent.pid()) {
-		t.Errorf("ReadProcs(sub) = %v, %v; want it to hold %d", procs, err, parent.pid())
+	if procs, err := cgroup.ReadProcs(sub); err != nil || !slices.Contains(procs, parent.PID()) {
+		t.Errorf("ReadProcs(sub) = %v, %v; want it to hold %d", procs, err, parent.PID())
 	}
 	if n, err := cgroup.CountThreads(g); err != nil || n < 1 {
 		t.Errorf("CountThreads = %d, %v; want at least 1", n, err)
@@ -333,7 +335,7 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 	if _, err := cgroup.WaitEvents(ctx, g, func(ev cgroup.GroupEvents) bool { return !ev.Populated }); err != nil {
 		t.Fatal(err)
 	}
-	if err := parent.wait(t); !isKilled(err) {
+	if err := parent.Wait(t); !isKilled(err) {
 		t.Errorf("shell exited with %v, want killed", err)
 	}
 	for _, d := range []string{sub, g} {
@@ -362,8 +364,8 @@ func TestMoveProcessOfAGoneProcess(t *testing.T) {
 	tree, _ := newTree(t)
 	g := mkdir(t, tree.V2(), "g")
 	c := startChild(t, "true")
-	c.wait(t)
-	if err := cgroup.MoveProcess(g, c.pid()); !errors.Is(err, cgroup.ErrNoProcess) {
+	c.Wait(t)
+	if err := cgroup.MoveProcess(g, c.PID()); !errors.Is(err, cgroup.ErrNoProcess) {
 		t.Errorf("MoveProcess of an exited, reaped pid = %v, want ErrNoProcess", err)
 	}
 	if err := cgroup.MoveProcess(filepath.Join(g, "nope"), os.Getpid()); !errors.Is(err, cgroup.ErrNotFound) {

@@ -27,7 +27,7 @@ func BenchmarkCreateScope(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			be, tree := newBackend(b)
 			sleeper := startChild(b, nil, "sleep", "600")
-			pid := sleeper.pid()
+			pid := sleeper.PID()
 			// Holding groups inside the tree to move the process back to.
 			holds := []string{tree.V2("hold")}
 			for _, r := range cgroup.AllResources {

@@ -55,7 +55,7 @@ func TestCreateScopeHoldsTheWholeProcessTree(t *testing.T) {
 	// The shell forks its grandchild only after it has been moved.
 	sh := startChild(t, nil, "sh", "-c", "read x; sleep 60 >/dev/null & echo $!; wait")
 	id := scope.NewID()
-	s, applied, err := b.CreateScope(ctx, "my-agent", id, sh.pid(), cgroup.Limits{})
+	s, applied, err := b.CreateScope(ctx, "my-agent", id, sh.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,12 @@ func TestCreateScopeHoldsTheWholeProcessTree(t *testing.T) {
 	if len(applied.Enforced) != 0 || applied.Limits != (cgroup.Limits{}) {
 		t.Errorf("CreateScope without limits applied %+v", applied)
 	}
-	sh.release(t)
-	grandchild, err := strconv.Atoi(sh.line(t))
+	sh.Say(t, "go")
+	grandchild, err := strconv.Atoi(sh.Line(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pid := range []int{sh.pid(), grandchild} {
+	for _, pid := range []int{sh.PID(), grandchild} {
 		got := identityOf(t, pid)
 		if got.Profile != "my-agent" || got.ID != id || got.Scope != wantName || got.Path != wantPath {
 			t.Errorf("scope.Parse of pid %d's cgroup = %+v, want profile my-agent, id %s, path %s", pid, got, id, wantPath)
@@ -99,18 +99,18 @@ func TestCreateScopeHoldsTheWholeProcessTree(t *testing.T) {
 		t.Errorf("RemoveScope of a populated scope = %v, want ErrBusy", err)
 	}
 	other := startChild(t, nil, "sleep", "60")
-	if _, _, err := b.CreateScope(ctx, "my-agent", id, other.pid(), cgroup.Limits{}); !errors.Is(err, cgroup.ErrExists) {
+	if _, _, err := b.CreateScope(ctx, "my-agent", id, other.PID(), cgroup.Limits{}); !errors.Is(err, cgroup.ErrExists) {
 		t.Errorf("CreateScope of an existing scope = %v, want ErrExists", err)
 	}
-	if got := procCgroupOf(t, other.pid()).v2; got == wantPath {
-		t.Errorf("a refused CreateScope moved pid %d into %s", other.pid(), got)
+	if got := procCgroupOf(t, other.PID()).v2; got == wantPath {
+		t.Errorf("a refused CreateScope moved pid %d into %s", other.PID(), got)
 	}
 
 	if err := b.Kill(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, wantName, cgroup.ScopeEmptied)
-	if err := sh.wait(t); !killedBy(err, syscall.SIGKILL) {
+	if err := sh.Wait(t); !testutil.KilledBy(err, syscall.SIGKILL) {
 		t.Errorf("shell ended with %v, want SIGKILL", err)
 	}
 	if !dead(t, grandchild) {
@@ -163,9 +163,9 @@ func TestCreateScopeFailuresLeaveNothingBehind(t *testing.T) {
 	b, _ := newBackend(t)
 	ctx := t.Context()
 	gone := startChild(t, nil, "true")
-	gone.wait(t)
+	gone.Wait(t)
 	sleeper := startChild(t, nil, "sleep", "60")
-	before := procCgroupOf(t, sleeper.pid())
+	before := procCgroupOf(t, sleeper.PID())
 
 	// A stale v1 group under the scope's name (a crash mid-way) makes the
 	// scope exist; the cgroup2 group just made must go again.
@@ -187,12 +187,12 @@ func TestCreateScopeFailuresLeaveNothingBehind(t *testing.T) {
 		wantErr error
 		skip    bool
 	}{
-		{name: "process_gone", profile: "coder", id: scope.NewID(), pid: gone.pid(), limits: cgroup.Limits{Tasks: 10, MemoryBytes: 64 << 20}, wantErr: cgroup.ErrNoProcess},
+		{name: "process_gone", profile: "coder", id: scope.NewID(), pid: gone.PID(), limits: cgroup.Limits{Tasks: 10, MemoryBytes: 64 << 20}, wantErr: cgroup.ErrNoProcess},
 		{name: "bad_pid", profile: "coder", id: scope.NewID(), pid: 0, wantErr: cgroup.ErrNoProcess},
-		{name: "stale_v1_group", profile: "coder", id: staleID, pid: sleeper.pid(), limits: cgroup.Limits{Tasks: 10}, wantErr: cgroup.ErrExists, skip: stale == ""},
-		{name: "invalid_profile", profile: "No_Such", id: scope.NewID(), pid: sleeper.pid()},
-		{name: "invalid_id", profile: "coder", id: "XYZ", pid: sleeper.pid()},
-		{name: "impossible_cpu_quota", profile: "coder", id: scope.NewID(), pid: sleeper.pid(), limits: cgroup.Limits{CPUMilli: 1}, skip: expectedMethod(t, b.mounts, cgroup.CPU) == ""},
+		{name: "stale_v1_group", profile: "coder", id: staleID, pid: sleeper.PID(), limits: cgroup.Limits{Tasks: 10}, wantErr: cgroup.ErrExists, skip: stale == ""},
+		{name: "invalid_profile", profile: "No_Such", id: scope.NewID(), pid: sleeper.PID()},
+		{name: "invalid_id", profile: "coder", id: "XYZ", pid: sleeper.PID()},
+		{name: "impossible_cpu_quota", profile: "coder", id: scope.NewID(), pid: sleeper.PID(), limits: cgroup.Limits{CPUMilli: 1}, skip: expectedMethod(t, b.mounts, cgroup.CPU) == ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,8 +214,8 @@ func TestCreateScopeFailuresLeaveNothingBehind(t *testing.T) {
 			}
 		})
 	}
-	if after := procCgroupOf(t, sleeper.pid()); after.v2 != before.v2 || !mapsEqual(after.v1, before.v1) {
-		t.Errorf("refused CreateScopes moved pid %d: %+v, was %+v", sleeper.pid(), after, before)
+	if after := procCgroupOf(t, sleeper.PID()); after.v2 != before.v2 || !mapsEqual(after.v1, before.v1) {
+		t.Errorf("refused CreateScopes moved pid %d: %+v, was %+v", sleeper.PID(), after, before)
 	}
 }
 
@@ -368,15 +368,15 @@ func TestEnsureSliceSetsReadsBackAndCorrectsDrift(t *testing.T) {
 	// A scope of the slice joins every hierarchy where the slice has a
 	// limit, even without limits of its own, so the slice's limits hold it.
 	sleeper := startChild(t, nil, "sleep", "60")
-	s, _, err := b.CreateScope(ctx, "coder", scope.NewID(), sleeper.pid(), cgroup.Limits{})
+	s, _, err := b.CreateScope(ctx, "coder", scope.NewID(), sleeper.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	where := procCgroupOf(t, sleeper.pid())
+	where := procCgroupOf(t, sleeper.PID())
 	for _, r := range cgroup.AllResources {
 		if fewer.Get(r) != 0 && b.methods[r] == cgroup.MethodCgroupV1 {
 			if got := where.v1[cgroup.Controller(r)]; got != s.Path {
-				t.Errorf("pid %d is in %s group %s, want %s", sleeper.pid(), r, got, s.Path)
+				t.Errorf("pid %d is in %s group %s, want %s", sleeper.PID(), r, got, s.Path)
 			}
 		}
 	}
@@ -387,7 +387,7 @@ func TestEnsureSliceSetsReadsBackAndCorrectsDrift(t *testing.T) {
 	if err := b.Kill(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	sleeper.wait(t)
+	sleeper.Wait(t)
 	if err := b.RemoveScope(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -544,12 +544,12 @@ func TestKillByFreezingKillsTheWholeTree(t *testing.T) {
 	b, _ := newBackend(t)
 	ctx := t.Context()
 	sh := startChild(t, nil, "sh", "-c", "read x; sleep 60 >/dev/null & sleep 60 >/dev/null & echo ok; wait")
-	s, _, err := b.CreateScope(ctx, "coder", scope.NewID(), sh.pid(), cgroup.Limits{})
+	s, _, err := b.CreateScope(ctx, "coder", scope.NewID(), sh.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh.release(t)
-	sh.line(t)
+	sh.Say(t, "go")
+	sh.Line(t)
 	dir := b.v2(s.Path)
 	// The fallback Kill uses where the kernel has no cgroup.kill.
 	if err := killByFreezing(ctx, dir); err != nil {
@@ -560,7 +560,7 @@ func TestKillByFreezingKillsTheWholeTree(t *testing.T) {
 	if _, err := cgroup.WaitEvents(wctx, dir, func(ev cgroup.GroupEvents) bool { return !ev.Populated }); err != nil {
 		t.Fatal(err)
 	}
-	if err := sh.wait(t); !killedBy(err, syscall.SIGKILL) {
+	if err := sh.Wait(t); !testutil.KilledBy(err, syscall.SIGKILL) {
 		t.Errorf("shell ended with %v, want SIGKILL", err)
 	}
 	if ev, err := cgroup.ReadEvents(dir); err != nil || ev.Frozen {
@@ -575,7 +575,7 @@ func TestRemoveScopeTakesEmptyChildGroupsAlong(t *testing.T) {
 	b, _ := newBackend(t)
 	ctx := t.Context()
 	sleeper := startChild(t, nil, "sleep", "60")
-	s, _, err := b.CreateScope(ctx, "nester", scope.NewID(), sleeper.pid(), cgroup.Limits{Tasks: 20})
+	s, _, err := b.CreateScope(ctx, "nester", scope.NewID(), sleeper.PID(), cgroup.Limits{Tasks: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,10 +585,10 @@ func TestRemoveScopeTakesEmptyChildGroupsAlong(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := cgroup.MoveProcess(deep, sleeper.pid()); err != nil {
+	if err := cgroup.MoveProcess(deep, sleeper.PID()); err != nil {
 		t.Fatal(err)
 	}
-	if got := identityOf(t, sleeper.pid()); got.Path != s.Path {
+	if got := identityOf(t, sleeper.PID()); got.Path != s.Path {
 		t.Errorf("a process in a group inside the scope resolves to %s, want %s", got.Path, s.Path)
 	}
 	if err := b.RemoveScope(ctx, s); !errors.Is(err, cgroup.ErrBusy) {
@@ -600,7 +600,7 @@ func TestRemoveScopeTakesEmptyChildGroupsAlong(t *testing.T) {
 	if err := b.Kill(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	sleeper.wait(t)
+	sleeper.Wait(t)
 	wctx, cancel := context.WithTimeout(ctx, testutil.Deadline)
 	defer cancel()
 	if _, err := cgroup.WaitEvents(wctx, b.v2(s.Path), func(ev cgroup.GroupEvents) bool { return !ev.Populated }); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 // The kernel, not marshal, must hold each limit: these tests make a
@@ -20,19 +21,19 @@ func TestScopePIDsLimitStopsAForkLoop(t *testing.T) {
 	const limit = 10
 	// Counts the forks that succeed; dash exits at the first that fails.
 	sh := startChild(t, nil, "sh", "-c", `read x; i=0; while :; do sleep 60 >/dev/null & i=$((i+1)); echo $i; done`)
-	s, applied, err := b.CreateScope(t.Context(), "forker", scope.NewID(), sh.pid(), cgroup.Limits{Tasks: limit})
+	s, applied, err := b.CreateScope(t.Context(), "forker", scope.NewID(), sh.PID(), cgroup.Limits{Tasks: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if applied.Limits.Tasks != limit || applied.Enforced[cgroup.PIDs].Method != m {
 		t.Fatalf("applied %+v, want tasks %d through %s", applied, limit, m)
 	}
-	if got := procCgroupOf(t, sh.pid()).v1["pids"]; m == cgroup.MethodCgroupV1 && got != s.Path {
-		t.Fatalf("pid %d is in pids group %q, want %q", sh.pid(), got, s.Path)
+	if got := procCgroupOf(t, sh.PID()).v1["pids"]; m == cgroup.MethodCgroupV1 && got != s.Path {
+		t.Fatalf("pid %d is in pids group %q, want %q", sh.PID(), got, s.Path)
 	}
-	sh.release(t)
-	lines := sh.lines(t)
-	if err := sh.wait(t); err == nil {
+	sh.Say(t, "go")
+	lines := sh.Fields(t)
+	if err := sh.Wait(t); err == nil {
 		t.Error("fork loop ended without error")
 	}
 	// The shell is one of the limit's tasks, so limit-1 forks succeed and
@@ -57,15 +58,15 @@ func TestScopeMemoryLimitOOMKills(t *testing.T) {
 	m := requireMethod(t, b.mounts, cgroup.Memory)
 	const limit = 64 << 20
 	alloc := startChild(t, []string{helperEnv + "=alloc"}, os.Args[0])
-	s, applied, err := b.CreateScope(t.Context(), "hungry", scope.NewID(), alloc.pid(), cgroup.Limits{MemoryBytes: limit})
+	s, applied, err := b.CreateScope(t.Context(), "hungry", scope.NewID(), alloc.PID(), cgroup.Limits{MemoryBytes: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if applied.Limits.MemoryBytes != limit || applied.Enforced[cgroup.Memory].Method != m {
 		t.Fatalf("applied %+v, want memory %d through %s", applied, limit, m)
 	}
-	alloc.release(t)
-	if err := alloc.wait(t); !killedBy(err, syscall.SIGKILL) {
+	alloc.Say(t, "go")
+	if err := alloc.Wait(t); !testutil.KilledBy(err, syscall.SIGKILL) {
 		t.Fatalf("allocating 1 GiB under a %d byte limit ended with %v, want SIGKILL", limit, err)
 	}
 	dir := b.limitDir(cgroup.Memory, s.Path)
@@ -89,7 +90,7 @@ func TestScopeCPUQuotaReadsBackExactly(t *testing.T) {
 	m := requireMethod(t, b.mounts, cgroup.CPU)
 	sleeper := startChild(t, nil, "sleep", "60")
 	want := cgroup.Limits{CPUMilli: 250}
-	s, applied, err := b.CreateScope(t.Context(), "thinker", scope.NewID(), sleeper.pid(), want)
+	s, applied, err := b.CreateScope(t.Context(), "thinker", scope.NewID(), sleeper.PID(), want)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestScopeCPUQuotaReadsBackExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkApplied(t, b, back, want)
-	if got := procCgroupOf(t, sleeper.pid()).v1["cpu"]; m == cgroup.MethodCgroupV1 && got != s.Path {
-		t.Errorf("pid %d is in cpu group %q, want %q", sleeper.pid(), got, s.Path)
+	if got := procCgroupOf(t, sleeper.PID()).v1["cpu"]; m == cgroup.MethodCgroupV1 && got != s.Path {
+		t.Errorf("pid %d is in cpu group %q, want %q", sleeper.PID(), got, s.Path)
 	}
 }

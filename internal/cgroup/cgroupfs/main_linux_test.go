@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -138,103 +135,13 @@ func requireMethod(t testing.TB, mounts cgroup.Mounts, r cgroup.Resource) cgroup
 	return m
 }
 
-// child is a process started by a test, with pipes to its stdin and
-// stdout, waited for by a goroutine the test's cleanup stops.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *bufio.Reader
-	done   chan struct{}
-	err    error
-}
-
-func startChild(t testing.TB, env []string, name string, args ...string) *child {
+// startChild starts name with args and env added to the test's
+// environment, killed when t ends.
+func startChild(t testing.TB, env []string, name string, args ...string) *testutil.Child {
 	t.Helper()
-	c := &child{cmd: exec.Command(name, args...), done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), env...)
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Plain files, not StdinPipe/StdoutPipe: Wait then leaves them alone,
-	// and stdout reads to EOF once every process holding it is gone.
-	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = inR, outW, os.Stderr
-	err = c.cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		t.Fatal(err)
-	}
-	c.stdin, c.stdout = inW, bufio.NewReader(outR)
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-		inW.Close()
-		outR.Close()
-	})
-	return c
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// release writes the line the child waits for before it goes on.
-func (c *child) release(t testing.TB) {
-	t.Helper()
-	if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// lines reads what the child prints until it closes stdout.
-func (c *child) lines(t testing.TB) []string {
-	t.Helper()
-	b, err := io.ReadAll(c.stdout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(b))
-}
-
-// line reads one line the child prints.
-func (c *child) line(t testing.TB) string {
-	t.Helper()
-	s, err := c.stdout.ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading from pid %d: %v", c.pid(), err)
-	}
-	return strings.TrimSpace(s)
-}
-
-// wait waits for the child to exit and returns what Wait said.
-func (c *child) wait(t testing.TB) error {
-	t.Helper()
-	select {
-	case <-c.done:
-		return c.err
-	case <-time.After(testutil.Deadline):
-		t.Fatalf("pid %d did not exit within %v", c.pid(), testutil.Deadline)
-		return nil
-	}
-}
-
-// killedBy reports whether err says the process died of signal sig.
-func killedBy(err error, sig syscall.Signal) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == sig
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	return testutil.StartChild(t, cmd)
 }
 
 // procCgroupOf reads where pid is: its cgroup2 path and, per v1

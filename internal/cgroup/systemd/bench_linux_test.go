@@ -27,7 +27,7 @@ func BenchmarkCreateRemoveScope(b *testing.B) {
 			m := requireManager(b)
 			be := newBackend(b, conn.bus(m), Options{})
 			sleeper := startChild(b, "exec sleep 600")
-			pid := sleeper.pid()
+			pid := sleeper.PID()
 			// Groups outside the manager's tree to move the process back
 			// to, in every hierarchy the manager tracks it in.
 			tree := testutil.NewCgroupTree(b)

@@ -1,15 +1,12 @@
 package systemd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,81 +162,8 @@ func startWatch(t testing.TB, b *Backend) *eventLog {
 	return l
 }
 
-// child is a process started by a test, with pipes to its stdin and
-// stdout, waited for by a goroutine the test's cleanup stops.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *bufio.Reader
-	done   chan struct{}
-	err    error
-}
-
 // startChild starts a shell running script, killed when t ends.
-func startChild(t testing.TB, script string) *child {
+func startChild(t testing.TB, script string) *testutil.Child {
 	t.Helper()
-	c := &child{cmd: exec.Command("/bin/sh", "-c", script), done: make(chan struct{})}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = inR, outW, os.Stderr
-	err = c.cmd.Start()
-	inR.Close()
-	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		t.Fatal(err)
-	}
-	c.stdin, c.stdout = inW, bufio.NewReader(outR)
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-		inW.Close()
-		outR.Close()
-	})
-	return c
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// say writes a line to the child's stdin.
-func (c *child) say(t testing.TB, line string) {
-	t.Helper()
-	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// line reads one line the child prints.
-func (c *child) line(t testing.TB) string {
-	t.Helper()
-	s, err := c.stdout.ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading from pid %d: %v", c.pid(), err)
-	}
-	return strings.TrimSpace(s)
-}
-
-// wait waits for the child to exit and returns what Wait said.
-func (c *child) wait(t testing.TB) error {
-	t.Helper()
-	timer := time.NewTimer(testutil.Deadline)
-	defer timer.Stop()
-	select {
-	case <-c.done:
-		return c.err
-	case <-timer.C:
-		t.Fatalf("pid %d did not exit within %v", c.pid(), testutil.Deadline)
-		return nil
-	}
+	return testutil.StartChild(t, exec.Command("/bin/sh", "-c", script))
 }

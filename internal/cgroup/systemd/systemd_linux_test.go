@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 var lifecycle = []cgroup.EventType{cgroup.ScopeCreated, cgroup.ScopePopulated, cgroup.ScopeEmptied, cgroup.ScopeRemoved}
@@ -36,7 +36,7 @@ func TestScopeLifecycle(t *testing.T) {
 			id := scope.NewID()
 			c := startChild(t, "read line")
 
-			s, applied, err := b.CreateScope(ctx, profile, id, c.pid(), cgroup.Limits{})
+			s, applied, err := b.CreateScope(ctx, profile, id, c.PID(), cgroup.Limits{})
 			if err != nil {
 				t.Fatalf("CreateScope() = %v", err)
 			}
@@ -59,10 +59,10 @@ func TestScopeLifecycle(t *testing.T) {
 
 			// The name is the registration: the child's own cgroup says
 			// which profile and launch it belongs to.
-			got, ok := scope.Parse(cgroup2Of(t, c.pid()))
+			got, ok := scope.Parse(cgroup2Of(t, c.PID()))
 			wantID := scope.Identity{Profile: profile, ID: id, Scope: s.Name, Path: s.Path}
 			if !ok || got != wantID {
-				t.Fatalf("scope.Parse(/proc/%d/cgroup) = %+v, %v, want %+v", c.pid(), got, ok, wantID)
+				t.Fatalf("scope.Parse(/proc/%d/cgroup) = %+v, %v, want %+v", c.PID(), got, ok, wantID)
 			}
 
 			list, err := b.ListScopes(ctx)
@@ -81,15 +81,15 @@ func TestScopeLifecycle(t *testing.T) {
 			if state := unitState(t, b, s.Name); state != "active" {
 				t.Errorf("unit %s is %q after a refused RemoveScope, want active", s.Name, state)
 			}
-			if _, _, err := b.CreateScope(ctx, profile, id, c.pid(), cgroup.Limits{}); !errors.Is(err, cgroup.ErrExists) {
+			if _, _, err := b.CreateScope(ctx, profile, id, c.PID(), cgroup.Limits{}); !errors.Is(err, cgroup.ErrExists) {
 				t.Errorf("CreateScope(same id) = %v, want %v", err, cgroup.ErrExists)
 			}
 			events.waitFor(t, s.Name, cgroup.ScopeCreated, cgroup.ScopePopulated)
 
 			// The child exits: the manager stops the empty scope and
 			// unloads it.
-			c.say(t, "done")
-			if err := c.wait(t); err != nil {
+			c.Say(t, "done")
+			if err := c.Wait(t); err != nil {
 				t.Fatalf("child: %v", err)
 			}
 			events.waitFor(t, s.Name, cgroup.ScopeEmptied, cgroup.ScopeRemoved)
@@ -141,9 +141,9 @@ func TestCreateScopeRefusesAndLeavesNothing(t *testing.T) {
 	}{
 		{name: "no_such_process", profile: "coder", id: scope.NewID(), pid: pidMax(t) + 1, want: cgroup.ErrNoProcess},
 		{name: "zero_pid", profile: "coder", id: scope.NewID(), pid: 0, want: cgroup.ErrNoProcess},
-		{name: "invalid_profile", profile: "Coder_1", id: scope.NewID(), pid: c.pid()},
-		{name: "invalid_id", profile: "coder", id: "0123", pid: c.pid()},
-		{name: "negative_limit", profile: "coder", id: scope.NewID(), pid: c.pid(), limits: cgroup.Limits{Tasks: -1}},
+		{name: "invalid_profile", profile: "Coder_1", id: scope.NewID(), pid: c.PID()},
+		{name: "invalid_id", profile: "coder", id: "0123", pid: c.PID()},
+		{name: "negative_limit", profile: "coder", id: scope.NewID(), pid: c.PID(), limits: cgroup.Limits{Tasks: -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestCreateScopeRefusesAndLeavesNothing(t *testing.T) {
 			}
 		})
 	}
-	if got := cgroup2Of(t, c.pid()); strings.Contains(got, "marshal-") {
+	if got := cgroup2Of(t, c.PID()); strings.Contains(got, "marshal-") {
 		t.Errorf("child moved to %s by refused creations", got)
 	}
 }
@@ -185,12 +185,12 @@ func TestKill(t *testing.T) {
 			// The child forks only once it is in the scope, so its whole
 			// tree is there.
 			c := startChild(t, "read line; sleep 1000 & echo forked; exec sleep 1000")
-			s, _, err := b.CreateScope(ctx, "killed", scope.NewID(), c.pid(), cgroup.Limits{})
+			s, _, err := b.CreateScope(ctx, "killed", scope.NewID(), c.PID(), cgroup.Limits{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.say(t, "fork")
-			if got := c.line(t); got != "forked" {
+			c.Say(t, "fork")
+			if got := c.Line(t); got != "forked" {
 				t.Fatalf("child said %q, want forked", got)
 			}
 			procs, err := os.ReadFile(filepath.Join(mounts.V2, s.Path, cgroup.FileProcs))
@@ -208,7 +208,7 @@ func TestKill(t *testing.T) {
 				t.Fatalf("Kill() = %v", err)
 			}
 			events.waitFor(t, s.Name, cgroup.ScopeEmptied, cgroup.ScopeRemoved)
-			if err := c.wait(t); !killedBy(err, syscall.SIGKILL) {
+			if err := c.Wait(t); !testutil.KilledBy(err, syscall.SIGKILL) {
 				t.Errorf("child ended with %v, want killed by SIGKILL", err)
 			}
 			if err := b.Kill(ctx, s); err != nil {
@@ -277,7 +277,7 @@ func TestSliceLimitsAreReadBackNotTrusted(t *testing.T) {
 
 	// A slice with a live scope is not stopped.
 	c := startChild(t, "read line")
-	s, _, err := b.CreateScope(ctx, profile, scope.NewID(), c.pid(), cgroup.Limits{})
+	s, _, err := b.CreateScope(ctx, profile, scope.NewID(), c.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,8 +290,8 @@ func TestSliceLimitsAreReadBackNotTrusted(t *testing.T) {
 	events := startWatch(t, b)
 	// The watch must know the scope before it ends, or its end is not news.
 	events.waitFor(t, s.Name, cgroup.ScopePopulated)
-	c.say(t, "done")
-	if err := c.wait(t); err != nil {
+	c.Say(t, "done")
+	if err := c.Wait(t); err != nil {
 		t.Fatal(err)
 	}
 	events.waitFor(t, s.Name, cgroup.ScopeRemoved)
@@ -353,7 +353,7 @@ func TestWatchRelistsScopesThatExistBefore(t *testing.T) {
 	m := requireManager(t)
 	b := newBackend(t, Bus{Address: "unix:path=" + m.PrivateSocket, Direct: true}, Options{})
 	c := startChild(t, "read line")
-	s, _, err := b.CreateScope(t.Context(), "early", scope.NewID(), c.pid(), cgroup.Limits{})
+	s, _, err := b.CreateScope(t.Context(), "early", scope.NewID(), c.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestWatchRelistsScopesThatExistBefore(t *testing.T) {
 			t.Errorf("relisted %v event = %+v, want Resync and scope %+v", ev.Type, ev, s)
 		}
 	}
-	c.say(t, "done")
+	c.Say(t, "done")
 	events.waitFor(t, s.Name, cgroup.ScopeEmptied, cgroup.ScopeRemoved)
 	if got := events.types(s.Name); !slices.Equal(got, lifecycle) {
 		t.Errorf("Watch reported %v, want %v", got, lifecycle)
@@ -385,7 +385,7 @@ func TestWatchEndsWhenItsConnectionCloses(t *testing.T) {
 	<-conns // New's two
 	<-conns
 	c := startChild(t, "read line")
-	s, _, err := b.CreateScope(t.Context(), "cut", scope.NewID(), c.pid(), cgroup.Limits{})
+	s, _, err := b.CreateScope(t.Context(), "cut", scope.NewID(), c.PID(), cgroup.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,14 +668,4 @@ func pidMax(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// killedBy reports whether err says the process died of signal sig.
-func killedBy(err error, sig syscall.Signal) bool {
-	ee, ok := errors.AsType[*exec.ExitError](err)
-	if !ok {
-		return false
-	}
-	st, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && st.Signaled() && st.Signal() == sig
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,10 +11,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/marshal-dev/marshal/internal/cgroup"
-	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
 	"github.com/marshal-dev/marshal/internal/events"
 	"github.com/marshal-dev/marshal/internal/scope"
-	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -21,12 +20,10 @@ import (
 // creating its scope and moving its process in: it is left alone for the
 // grace, measured on the controller's clock, and removed after it. One
 // found empty at start-up is removed at once.
-func TestEmptyScopeGrace(t *testing.T) {
-	tree := testutil.NewCgroupTree(t)
-	backend, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestEmptyScopeGrace(t *testing.T) { OnEachKernel(t, testEmptyScopeGrace) }
+
+func testEmptyScopeGrace(t *testing.T, k Kernel) {
+	backend := k.Backend
 	rec, err := events.New(events.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +38,7 @@ func TestEmptyScopeGrace(t *testing.T) {
 	// Two scopes made as a launch begins one: the group, no process yet.
 	fresh, leftover := scope.ScopeName("coder", scope.NewID()), scope.ScopeName("coder", scope.NewID())
 	for _, name := range []string{fresh, leftover} {
-		if err := os.MkdirAll(tree.V2(scope.RootSlice, scope.SliceName("coder"), name), 0o755); err != nil {
+		if err := k.Mkdir(path.Join(k.Root, scope.RootSlice, scope.SliceName("coder"), name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +51,7 @@ func TestEmptyScopeGrace(t *testing.T) {
 	}
 	leftoverScope, _ := s.Scopes.Get(AgentKey(leftover))
 	r.collectAtStart([]reconcile.Entry[cgroup.Scope]{{Key: AgentKey(leftover), Value: leftoverScope}})
-	dir := func(name string) string { return tree.V2(scope.RootSlice, scope.SliceName("coder"), name) }
+	dir := func(name string) string { return k.V2(scope.RootSlice, scope.SliceName("coder"), name) }
 	gone := func(name string) bool {
 		_, err := os.Stat(dir(name))
 		return os.IsNotExist(err)

@@ -17,8 +17,10 @@ import (
 
 // A scope with a real child gets an agent status; when the child exits,
 // the emptied scope is removed and the status goes with it.
-func TestAgentFollowsItsScope(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+func TestAgentFollowsItsScope(t *testing.T) { controllers.OnEachKernel(t, testAgentFollowsItsScope) }
+
+func testAgentFollowsItsScope(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	h.declare(profile("coder", "", nil))
 	h.start()
 	c, sc := h.inScope("coder")
@@ -40,8 +42,8 @@ func TestAgentFollowsItsScope(t *testing.T) {
 		return ps.Agents == 1
 	})
 
-	c.cmd.Process.Kill()
-	c.waitExit(t)
+	c.Kill()
+	c.Wait(t)
 	h.waitFor("agent status gone", func() bool {
 		_, ok := h.s.Agents.Get(key)
 		return !ok
@@ -63,12 +65,16 @@ func TestAgentFollowsItsScope(t *testing.T) {
 // slice of an undeclared profile left empty is removed, and a stale store
 // entry is dropped.
 func TestStartupGarbageCollection(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	controllers.OnEachKernel(t, testStartupGarbageCollection)
+}
+
+func testStartupGarbageCollection(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	ctx := t.Context()
 	emptied := func(profile string) cgroup.Scope {
 		c, sc := h.inScope(profile)
-		c.cmd.Process.Kill()
-		c.waitExit(t)
+		c.Kill()
+		c.Wait(t)
 		if _, err := cgroup.WaitEvents(ctx, h.scopeDir(sc), func(e cgroup.GroupEvents) bool { return !e.Populated }); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +102,7 @@ func TestStartupGarbageCollection(t *testing.T) {
 		st, _ := h.s.Agents.Get(key)
 		return cond(st.Conditions, v1alpha1.ConditionOrphaned).Status == v1alpha1.ConditionTrue
 	})
-	if ghost.exited() {
+	if ghost.Exited() {
 		t.Error("the orphan was stopped; an undeclared profile's agents are kept")
 	}
 	evs := h.events(key)

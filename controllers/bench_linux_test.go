@@ -15,7 +15,7 @@ import (
 // loaded returns a harness with one profile and n workspaces declared,
 // all naming it and sharing one existing root.
 func loaded(b *testing.B, n int) *harness {
-	h := newHarness(b, harnessOptions{logger: slog.New(slog.DiscardHandler)})
+	h := newHarness(b, controllers.HostKernel(b), harnessOptions{logger: slog.New(slog.DiscardHandler)})
 	root := b.TempDir()
 	h.declare(profile("coder", "", nil))
 	for i := range n {

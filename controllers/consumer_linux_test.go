@@ -26,7 +26,7 @@ func digestOf(c byte) string { return strings.Repeat(string(c), 64) }
 // A Consumer is Ready while its id and its credential are its own; a
 // clash refuses both sides, and resolving it makes both Ready again.
 func TestConsumerReadyFollowsClashes(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, controllers.FakeKernel(t), harnessOptions{})
 	h.declare(consumer("codespace", "", digestOf('a')))
 	h.declare(consumer("ci", "CI:bot", digestOf('b')))
 	h.start()

@@ -18,20 +18,18 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/cgroup"
-	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
 	"github.com/marshal-dev/marshal/internal/events"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-// harness is a real cgroupfs backend on a private cgroup subtree, the
+// harness is a backend on a cgroup tree (the host's or the fake one), the
 // stores, a real event recorder and, once started, the controllers.
 type harness struct {
 	t       testing.TB
-	tree    *testutil.CgroupTree
-	fs      *cgroupfs.Backend
-	backend cgroup.Backend // fs, or a wrapper of it
+	k       controllers.Kernel
+	backend cgroup.Backend // k.Backend, or a wrapper of it
 	s       *controllers.Stores
 	rec     *events.Recorder
 	// wake receives a value after any store changed.
@@ -47,21 +45,18 @@ type harnessOptions struct {
 	logger   *slog.Logger
 }
 
-func newHarness(t testing.TB, o harnessOptions) *harness {
+// newHarness builds a harness on k.
+func newHarness(t testing.TB, k controllers.Kernel, o harnessOptions) *harness {
 	t.Helper()
-	tree := testutil.NewCgroupTree(t)
-	fs, err := cgroupfs.New(cgroupfs.Options{Root: tree.Rel, Mounts: tree.Mounts})
-	if err != nil {
-		t.Fatalf("cgroupfs.New: %v", err)
-	}
-	h := &harness{t: t, tree: tree, fs: fs, backend: fs, s: controllers.NewStores(), wake: make(chan struct{}, 1)}
+	h := &harness{t: t, k: k, backend: k.Backend, s: controllers.NewStores(), wake: make(chan struct{}, 1)}
 	if o.wrap != nil {
-		h.backend = o.wrap(fs)
+		h.backend = o.wrap(k.Backend)
 	}
 	eo := events.Options{}
 	if o.clock != nil {
 		eo.Clock = o.clock
 	}
+	var err error
 	if h.rec, err = events.New(eo); err != nil {
 		t.Fatal(err)
 	}
@@ -153,24 +148,24 @@ func (h *harness) events(key reconcile.Key) []v1alpha1.Event {
 
 // slicePath returns the cgroup2 path of profile's slice.
 func (h *harness) slicePath(profile string) string {
-	return h.tree.V2(scope.RootSlice, scope.SliceName(profile))
+	return h.k.V2(scope.RootSlice, scope.SliceName(profile))
 }
 
 // limitFile returns the file that holds r's limit of profile's slice
 // under method m.
 func (h *harness) limitFile(profile string, r cgroup.Resource, m cgroup.Method) string {
-	base := h.tree.Mounts.V2
+	base := h.k.Mounts.V2
 	if m == cgroup.MethodCgroupV1 {
-		base = h.tree.Mounts.V1[cgroup.Controller(r)]
+		base = h.k.Mounts.V1[cgroup.Controller(r)]
 	}
-	return filepath.Join(base, h.tree.Rel, scope.RootSlice, scope.SliceName(profile), cgroup.LimitFile(r, m))
+	return filepath.Join(base, h.k.Root, scope.RootSlice, scope.SliceName(profile), cgroup.LimitFile(r, m))
 }
 
 // requireKernel skips the test unless the backend enforces every one of
 // resources at kernel level here, and returns the probe.
 func (h *harness) requireKernel(resources ...cgroup.Resource) cgroup.Capabilities {
 	h.t.Helper()
-	caps, err := h.fs.Probe(h.t.Context())
+	caps, err := h.k.Backend.Probe(h.t.Context())
 	if err != nil {
 		h.t.Fatalf("Probe: %v", err)
 	}
@@ -182,62 +177,12 @@ func (h *harness) requireKernel(resources ...cgroup.Resource) cgroup.Capabilitie
 	return caps
 }
 
-// child is a real process for a scope.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once it exited and was reaped
-	err  error         // Wait's result, once done is closed
-}
-
-// startChild starts a process that runs until killed; it is killed and
-// reaped when the test ends, if it did not end before.
-func startChild(t testing.TB) *child {
-	t.Helper()
-	c := &child{cmd: exec.Command("sleep", "600"), done: make(chan struct{})}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("starting child: %v", err)
-	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-	})
-	return c
-}
-
-func (c *child) pid() int { return c.cmd.Process.Pid }
-
-// exited reports whether the child exited.
-func (c *child) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// waitExit waits until the child exits and returns Wait's error.
-func (c *child) waitExit(t testing.TB) error {
-	t.Helper()
-	select {
-	case <-c.done:
-		return c.err
-	case <-time.After(testutil.Deadline):
-		t.Fatalf("child %d did not exit within %v", c.pid(), testutil.Deadline)
-		return nil
-	}
-}
-
-// inScope starts a child and puts it in a new scope of profile, through
-// the backend, and returns both.
-func (h *harness) inScope(profile string) (*child, cgroup.Scope) {
+// inScope starts a child that runs until killed and puts it in a new
+// scope of profile, through the backend, and returns both.
+func (h *harness) inScope(profile string) (*testutil.Child, cgroup.Scope) {
 	h.t.Helper()
-	c := startChild(h.t)
-	sc, _, err := h.fs.CreateScope(h.t.Context(), profile, scope.NewID(), c.pid(), cgroup.Limits{})
+	c := testutil.StartChild(h.t, exec.Command("sleep", "600"))
+	sc, _, err := h.k.Backend.CreateScope(h.t.Context(), profile, scope.NewID(), c.PID(), cgroup.Limits{})
 	if err != nil {
 		h.t.Fatalf("CreateScope: %v", err)
 	}
@@ -246,7 +191,7 @@ func (h *harness) inScope(profile string) (*child, cgroup.Scope) {
 
 // scopeDir returns the cgroup2 directory of sc.
 func (h *harness) scopeDir(sc cgroup.Scope) string {
-	return filepath.Join(h.tree.Mounts.V2, sc.Path)
+	return filepath.Join(h.k.Mounts.V2, sc.Path)
 }
 
 func exists(path string) bool {

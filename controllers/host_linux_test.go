@@ -19,8 +19,10 @@ import (
 // The host's status: measured from the machine, each declared capacity
 // field overriding its measurement, the enforcement the backend probes,
 // under the declared Host's key or Host/local.
-func TestHostStatus(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+func TestHostStatus(t *testing.T) { controllers.OnEachKernel(t, testHostStatus) }
+
+func testHostStatus(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	caps := h.requireKernel()
 	h.start()
 	local, big := controllers.HostKey(controllers.LocalHost), controllers.HostKey("big")
@@ -37,8 +39,8 @@ func TestHostStatus(t *testing.T) {
 	if st.Capacity != m {
 		t.Errorf("capacity with no Host declared = %+v, want the measured %+v", st.Capacity, m)
 	}
-	if st.Backend != "cgroupfs" {
-		t.Errorf("backend = %q, want cgroupfs", st.Backend)
+	if st.Backend != k.Name {
+		t.Errorf("backend = %q, want %s", st.Backend, k.Name)
 	}
 	if len(st.Enforcement) != len(cgroup.AllResources) {
 		t.Fatalf("enforcement = %+v, want one per resource", st.Enforcement)
@@ -153,8 +155,10 @@ func (f *failingProbe) Probe(ctx context.Context) (cgroup.Capabilities, error) {
 
 // A failing probe makes Ready False with one Warning, retried with
 // backoff until it works: then one Normal event.
-func TestHostProbeFailure(t *testing.T) {
-	h := newHarness(t, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend {
+func TestHostProbeFailure(t *testing.T) { controllers.OnEachKernel(t, testHostProbeFailure) }
+
+func testHostProbeFailure(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend {
 		return &failingProbe{Backend: b, fail: 3}
 	}})
 	h.start()

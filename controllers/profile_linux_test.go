@@ -25,7 +25,11 @@ import (
 // and the limits, and no event is recorded: the conditions appeared good
 // and never changed.
 func TestProfileSliceCarriesItsLimits(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	controllers.OnEachKernel(t, testProfileSliceCarriesItsLimits)
+}
+
+func testProfileSliceCarriesItsLimits(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	caps := h.requireKernel(cgroup.CPU, cgroup.Memory, cgroup.PIDs)
 	h.declare(profile("coder", "", &v1alpha1.Limits{
 		CPUMilli: ptr[int64](500), MemoryBytes: ptr[int64](64 << 20), Tasks: ptr[int64](64),
@@ -58,7 +62,7 @@ func TestProfileSliceCarriesItsLimits(t *testing.T) {
 			l.Enforcement.Controller != c.Controller {
 			t.Errorf("%s enforcement = %+v, want kernel through %s (%s)", r, l.Enforcement, c.Method, c.Controller)
 		}
-		if len(h.tree.Mounts.V1) > 0 && h.tree.Mounts.V1[string(r)] != "" && l.Enforcement.Method != string(cgroup.MethodCgroupV1) {
+		if len(h.k.Mounts.V1) > 0 && h.k.Mounts.V1[string(r)] != "" && l.Enforcement.Method != string(cgroup.MethodCgroupV1) {
 			t.Errorf("%s method = %s on a hybrid host, want cgroup_v1", r, l.Enforcement.Method)
 		}
 		// The kernel holds it: read the file back independently.
@@ -100,7 +104,11 @@ func TestProfileSliceCarriesItsLimits(t *testing.T) {
 // A limit changed behind marshal's back is put back by the periodic
 // reconcile, without any event telling the controller.
 func TestProfileDriftIsCorrected(t *testing.T) {
-	h := newHarness(t, harnessOptions{interval: 20 * time.Millisecond})
+	controllers.OnEachKernel(t, testProfileDriftIsCorrected)
+}
+
+func testProfileDriftIsCorrected(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{interval: 20 * time.Millisecond})
 	caps := h.requireKernel(cgroup.PIDs)
 	h.declare(profile("coder", "", &v1alpha1.Limits{Tasks: ptr[int64](64)}))
 	h.start()
@@ -161,8 +169,12 @@ func (f *failingEnsure) ensureCalls() int {
 // backoff, and records one Warning however often it fails; success flips
 // Ready with one Normal event.
 func TestProfileEnsureSliceFailureBacksOff(t *testing.T) {
+	controllers.OnEachKernel(t, testProfileEnsureSliceFailureBacksOff)
+}
+
+func testProfileEnsureSliceFailureBacksOff(t *testing.T, k controllers.Kernel) {
 	faulty := &failingEnsure{fail: 4}
-	h := newHarness(t, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend {
+	h := newHarness(t, k, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend {
 		faulty.Backend = b
 		return faulty
 	}})
@@ -195,7 +207,11 @@ func TestProfileEnsureSliceFailureBacksOff(t *testing.T) {
 // Deleting a profile with orphans: stop kills its live agent (one event),
 // then removes the scope and the slice, and forgets the status.
 func TestProfileDeletedWithOrphansStop(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	controllers.OnEachKernel(t, testProfileDeletedWithOrphansStop)
+}
+
+func testProfileDeletedWithOrphansStop(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	h.declare(profile("coder", v1alpha1.OrphansStop, &v1alpha1.Limits{Tasks: ptr[int64](64)}))
 	h.start()
 	key := controllers.ProfileKey("coder")
@@ -211,7 +227,7 @@ func TestProfileDeletedWithOrphansStop(t *testing.T) {
 	})
 
 	h.s.Desired.Delete(key)
-	err := c.waitExit(t)
+	err := c.Wait(t)
 	var exit interface{ Sys() any }
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("child exited with %v, want killed by SIGKILL", err)
@@ -236,7 +252,11 @@ func TestProfileDeletedWithOrphansStop(t *testing.T) {
 // marked Orphaned with one Warning; once the agent exits, its scope and
 // the slice are removed.
 func TestProfileDeletedWithOrphansKeep(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	controllers.OnEachKernel(t, testProfileDeletedWithOrphansKeep)
+}
+
+func testProfileDeletedWithOrphansKeep(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{})
 	h.declare(profile("coder", v1alpha1.OrphansKeep, &v1alpha1.Limits{Tasks: ptr[int64](64)}))
 	h.start()
 	key := controllers.ProfileKey("coder")
@@ -252,7 +272,7 @@ func TestProfileDeletedWithOrphansKeep(t *testing.T) {
 		st, _ := h.s.Agents.Get(agent)
 		return cond(st.Conditions, v1alpha1.ConditionOrphaned).Status == v1alpha1.ConditionTrue
 	})
-	if c.exited() {
+	if c.Exited() {
 		t.Fatal("the agent was stopped; orphans: keep must leave it running")
 	}
 	if !exists(h.scopeDir(sc)) || !exists(h.slicePath("coder")) {
@@ -265,8 +285,8 @@ func TestProfileDeletedWithOrphansKeep(t *testing.T) {
 		t.Errorf("agent events = %v, want %v", got, want)
 	}
 
-	c.cmd.Process.Kill()
-	c.waitExit(t)
+	c.Kill()
+	c.Wait(t)
 	h.waitFor("profile status gone with its slice", func() bool {
 		_, ok := h.s.Profiles.Get(key)
 		return !ok
@@ -292,7 +312,11 @@ func (w withoutPIDs) EnsureSlice(ctx context.Context, profile string, l cgroup.L
 // naming the resource, with one Warning; Ready stays True (the slice
 // exists).
 func TestProfileLimitNotEnforced(t *testing.T) {
-	h := newHarness(t, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend { return withoutPIDs{b} }})
+	controllers.OnEachKernel(t, testProfileLimitNotEnforced)
+}
+
+func testProfileLimitNotEnforced(t *testing.T, k controllers.Kernel) {
+	h := newHarness(t, k, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend { return withoutPIDs{b} }})
 	h.declare(profile("coder", "", &v1alpha1.Limits{Tasks: ptr[int64](64)}))
 	h.start()
 	key := controllers.ProfileKey("coder")
@@ -335,9 +359,13 @@ func (b *busyOnce) RemoveSlice(ctx context.Context, profile string) error {
 // retried at once, not after the relist interval: nothing else would
 // bring it back.
 func TestProfileDeletedBusySliceWithoutScopesIsRetried(t *testing.T) {
+	controllers.OnEachKernel(t, testProfileDeletedBusySliceWithoutScopesIsRetried)
+}
+
+func testProfileDeletedBusySliceWithoutScopesIsRetried(t *testing.T, k controllers.Kernel) {
 	busy := &busyOnce{}
 	busy.busy.Store(true)
-	h := newHarness(t, harnessOptions{
+	h := newHarness(t, k, harnessOptions{
 		interval: time.Hour, // far beyond the test's deadline
 		wrap: func(b cgroup.Backend) cgroup.Backend {
 			busy.Backend = b

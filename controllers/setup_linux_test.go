@@ -12,7 +12,7 @@ import (
 )
 
 func TestSetupRefusesWhatCannotWork(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, controllers.FakeKernel(t), harnessOptions{})
 	rec, _ := events.New(events.Options{})
 	partial := controllers.NewStores()
 	partial.Scopes = nil
@@ -20,9 +20,9 @@ func TestSetupRefusesWhatCannotWork(t *testing.T) {
 		name string
 		run  func() error
 	}{
-		{name: "nil_stores", run: func() error { _, err := controllers.Setup(nil, h.fs, rec, controllers.Options{}); return err }},
+		{name: "nil_stores", run: func() error { _, err := controllers.Setup(nil, h.backend, rec, controllers.Options{}); return err }},
 		{name: "missing_store", run: func() error {
-			_, err := controllers.Setup(partial, h.fs, rec, controllers.Options{})
+			_, err := controllers.Setup(partial, h.backend, rec, controllers.Options{})
 			return err
 		}},
 		{name: "no_backend", run: func() error {
@@ -30,11 +30,11 @@ func TestSetupRefusesWhatCannotWork(t *testing.T) {
 			return err
 		}},
 		{name: "no_recorder", run: func() error {
-			_, err := controllers.Setup(controllers.NewStores(), h.fs, nil, controllers.Options{})
+			_, err := controllers.Setup(controllers.NewStores(), h.backend, nil, controllers.Options{})
 			return err
 		}},
 		{name: "negative_interval", run: func() error {
-			_, err := controllers.Setup(controllers.NewStores(), h.fs, rec, controllers.Options{Interval: -1})
+			_, err := controllers.Setup(controllers.NewStores(), h.backend, rec, controllers.Options{Interval: -1})
 			return err
 		}},
 	}
@@ -50,8 +50,8 @@ func TestSetupRefusesWhatCannotWork(t *testing.T) {
 // Start runs once; it returns nil when its context ends, after
 // everything it started stopped (goleak checks the rest).
 func TestManagerRunsOnce(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	m, err := controllers.Setup(h.s, h.fs, h.rec, h.opts)
+	h := newHarness(t, controllers.FakeKernel(t), harnessOptions{})
+	m, err := controllers.Setup(h.s, h.backend, h.rec, h.opts)
 	if err != nil {
 		t.Fatal(err)
 	}

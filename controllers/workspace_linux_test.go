@@ -16,7 +16,7 @@ import (
 // Ready follows the root (watched) and the profile (a change to it enqueues the workspace), with exactly one event
 // per flip however many reconciles run in between.
 func TestWorkspaceReadyFollowsRootAndProfile(t *testing.T) {
-	h := newHarness(t, harnessOptions{interval: 20 * time.Millisecond})
+	h := newHarness(t, controllers.FakeKernel(t), harnessOptions{interval: 20 * time.Millisecond})
 	root := filepath.Join(t.TempDir(), "webapp")
 	h.declare(workspace("webapp", root, "coder"))
 	h.start()
@@ -91,7 +91,7 @@ func TestWorkspaceReadyFollowsRootAndProfile(t *testing.T) {
 // while the file fails to load or another file declares the object too,
 // False once fixed; each flip is one event.
 func TestDeclarationConditions(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
+	h := newHarness(t, controllers.FakeKernel(t), harnessOptions{})
 	h.declare(workspace("webapp", t.TempDir(), "coder"))
 	h.declare(profile("coder", "", nil))
 	key := controllers.WorkspaceKey("webapp")

@@ -157,13 +157,6 @@ func mkdir(t *testing.T, path string) {
 	}
 }
 
-func remove(t *testing.T, path string) {
-	t.Helper()
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // replace swaps what is at path for what make creates, in one step
 // (renameat2 RENAME_EXCHANGE), so that nothing sees path missing between
 // the two: the roots are watched, and a remove-then-create would be two

@@ -328,8 +328,7 @@ func TestOutcomeRetries(t *testing.T) {
 				r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 					calls.Add(1)
 					if tc.panics {
-						var m map[string]int
-						m["x"]++
+						panic("reconciler panicked")
 					}
 					return tc.result, tc.err
 				})

@@ -14,8 +14,6 @@ import (
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 func profile(name string, mods ...func(*v1alpha1.Profile)) *v1alpha1.Profile {
 	p := v1alpha1.New(v1alpha1.KindProfile).(*v1alpha1.Profile)
 	p.Metadata.Name = name

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -49,7 +50,10 @@ func getOnce(socket, path string) int {
 	c := &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
-			Dial: func(_, _ string) (net.Conn, error) { return net.Dial("unix", socket) },
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
 		},
 	}
 	resp, err := c.Get("http://marshald" + path)

@@ -5,7 +5,14 @@ BIN     ?= bin
 PKGS    ?= ./...
 BENCH   ?= .
 COUNT   ?= 1
+TESTFLAGS ?=
 FUZZTIME ?= 30s
+
+# staticcheck, pinned; make tools installs it into $(go env GOPATH)/bin.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(shell $(GO) env GOPATH)/bin/staticcheck)
+# The user make test-unprivileged runs as.
+UNPRIVILEGED_USER ?= nobody
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
@@ -15,7 +22,7 @@ LDFLAGS := -X github.com/marshal-dev/marshal/internal/version.Version=$(VERSION)
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build marshald and marshalctl into bin/ (static: a launch starts faster without the dynamic loader)
@@ -30,9 +37,22 @@ fmt-check: ## fail when a Go file is not gofmt-formatted
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
+.PHONY: tools
+tools: ## install the pinned staticcheck (STATICCHECK_VERSION) into GOPATH/bin
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: lint
+lint: fmt-check vet ## gofmt check, go vet and staticcheck
+	@[ -x "$(STATICCHECK)" ] || { echo "staticcheck is missing: run make tools" >&2; exit 1; }
+	$(STATICCHECK) $(PKGS)
+
 .PHONY: test
-test: fmt-check vet ## gofmt check, go vet, and every test with -race
-	$(GO) test -race -count=$(COUNT) $(PKGS)
+test: lint ## make lint, then every test with -race
+	$(GO) test -race -count=$(COUNT) $(TESTFLAGS) $(PKGS)
+
+.PHONY: test-unprivileged
+test-unprivileged: ## as root: make test as UNPRIVILEGED_USER (default nobody) on a copy of the tree
+	sh test/unprivileged.sh $(UNPRIVILEGED_USER) test
 
 # bench keeps each run in $(BENCHDIR)/last.txt, to print the next run's
 # figures beside it; BENCH_BASE names another run to compare with.

@@ -45,6 +45,13 @@ type Options struct {
 	// LockTimeout is how long Open waits for the journal's lock;
 	// DefaultLockTimeout by default.
 	LockTimeout time.Duration
+	// Profiles reports whether a Profile is declared, for the attempts
+	// of consumers, which name their profile themselves; without it
+	// every profile name counts as declared.
+	Profiles func(name string) bool
+	// Uptime is the time since boot (CLOCK_BOOTTIME), which consumers'
+	// records tell time by; the kernel's by default.
+	Uptime func() time.Duration
 
 	// maxSize, when set by tests, caps the journal file's size so that a
 	// commit that must grow it fails: a real write failure on demand.
@@ -58,7 +65,17 @@ type hostInputs struct {
 	ttl      time.Duration
 	hostSet  bool
 	plan     *Plan
+	// consumers are those SetConsumers serves, by id; reserved their
+	// static control reservations, which come off capacity; and
+	// policyRevision what their attempts record.
+	consumers      map[string]Consumer
+	reserved       Budget
+	policyRevision string
 }
+
+// work is the work capacity: the capacity less the consumers' static
+// control reservations.
+func (in hostInputs) work() Budget { return in.capacity.RemainingAfter(in.reserved) }
 
 // Authority is the admission authority over one journal. Its methods are
 // safe for concurrent use; they block until Run has answered them, so Run
@@ -72,6 +89,14 @@ type Authority struct {
 	bootID    string
 	// epoch tells principals of this opening from those of an earlier one.
 	epoch uint64
+
+	profiles func(name string) bool
+	uptime   func() time.Duration
+
+	// regMu guards registered: the principals of the instances registered
+	// since the authority was opened.
+	regMu      sync.Mutex
+	registered map[instanceKey]Principal
 
 	queue    chan *request
 	stopped  chan struct{}
@@ -104,19 +129,23 @@ type Authority struct {
 // ErrJournalSchema, ErrJournalInconsistent) and left as it was; a journal
 // another process holds is ErrJournalInUse.
 //
-// Recovery, in one transaction and only if it changes something: prepared
+// A journal of schema 2 is made schema 3 first, in a transaction of its
+// own. Recovery, in one transaction and only if it changes something: prepared
 // attempts of an earlier boot expire, other charged attempts of an
 // earlier boot are released (previous_boot), and committed attempts of
 // this boot become suspect until evidence settles them.
 func Open(path string, opts Options) (*Authority, error) {
 	a := &Authority{
-		clock:     opts.Clock,
-		inspector: opts.Inspector,
-		pressure:  opts.Pressure,
-		measure:   opts.Measure,
-		queue:     make(chan *request),
-		stopped:   make(chan struct{}),
-		changed:   make(chan struct{}),
+		clock:      opts.Clock,
+		inspector:  opts.Inspector,
+		pressure:   opts.Pressure,
+		measure:    opts.Measure,
+		profiles:   opts.Profiles,
+		uptime:     opts.Uptime,
+		registered: map[instanceKey]Principal{},
+		queue:      make(chan *request),
+		stopped:    make(chan struct{}),
+		changed:    make(chan struct{}),
 	}
 	if a.clock == nil {
 		a.clock = clock.RealClock{}
@@ -129,6 +158,9 @@ func Open(path string, opts Options) (*Authority, error) {
 	}
 	if a.measure == nil {
 		a.measure = MeasureMachine
+	}
+	if a.uptime == nil {
+		a.uptime = bootUptime
 	}
 	timeout := opts.LockTimeout
 	if timeout <= 0 {
@@ -145,6 +177,12 @@ func Open(path string, opts Options) (*Authority, error) {
 	db, l, err := openBolt(path, timeout, opts.maxSize, boot)
 	if err != nil {
 		return nil, err
+	}
+	if l.migrate {
+		if err := db.Update(migrate); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("making %s schema %s: %w: %w", path, SchemaVersion, ErrJournalFailed, err)
+		}
 	}
 	if len(l.recover) > 0 {
 		recs := map[string]*Record{}
@@ -166,7 +204,7 @@ func Open(path string, opts Options) (*Authority, error) {
 		l.totals = t
 	}
 	a.db = db
-	a.led = ledger{totals: l.totals, keys: l.keys, next: l.next, charged: l.charged, prepared: l.prepared, owners: l.owners}
+	a.led = ledger{totals: l.totals, keys: l.keys, next: l.next, charged: l.charged, prepared: l.prepared, owners: l.owners, instances: l.instances}
 	for id, at := range l.prepared {
 		a.led.due = append(a.led.due, deadline{at, id})
 	}
@@ -316,9 +354,10 @@ type Snapshot struct {
 	// JournalFailedAt is when the journal's commits began to fail, while
 	// NotReady is one of the journal's reasons.
 	JournalFailedAt time.Time `json:"journal_failed_at,omitzero"`
-	// Capacity is the work capacity, and where each resource of it came
-	// from.
+	// Capacity is the work capacity, after the consumers' static control
+	// reservations (Reserved), and where each resource of it came from.
 	Capacity       Budget         `json:"capacity"`
+	Reserved       Budget         `json:"reserved"`
 	CapacitySource CapacitySource `json:"capacity_source"`
 	// Target is the capacity scaled by pressure; Committed what charged
 	// attempts hold; Free what is left for new ones (never below zero).
@@ -344,7 +383,8 @@ func (a *Authority) Snapshot() Snapshot {
 	t, journal := a.led.totals, a.journal
 	a.mu.Unlock()
 	s := Snapshot{
-		Capacity:       in.capacity,
+		Capacity:       in.work(),
+		Reserved:       in.reserved,
 		CapacitySource: in.source,
 		Committed:      t.Charged,
 		Charged:        t.Count,
@@ -366,7 +406,7 @@ func (a *Authority) Snapshot() Snapshot {
 	default:
 		s.Ready = true
 	}
-	s.Target = target(in.capacity, ps.Level)
+	s.Target = target(in.work(), ps.Level)
 	s.Free = s.Target.RemainingAfter(t.Charged)
 	return s
 }
@@ -374,6 +414,9 @@ func (a *Authority) Snapshot() Snapshot {
 // authorize checks that p is a registration of this opening that is still
 // the owner's current one.
 func (b *batch) authorize(p Principal) error {
+	if p.instance != "" {
+		return b.authorizeInstance(p)
+	}
 	if p.epoch != b.a.epoch || p.owner == "" {
 		return fmt.Errorf("not registered with this authority: %w", ErrUnauthorized)
 	}
@@ -384,8 +427,8 @@ func (b *batch) authorize(p Principal) error {
 	return nil
 }
 
-// owned loads the attempt if p's owner admitted it; to anyone else it is
-// not found.
+// owned loads the attempt if p's owner admitted it; to any other owner it
+// is not found, and to a consumer's instance unauthorized (ownedByInstance).
 func (b *batch) owned(p Principal, id string, now time.Time) (*Record, error) {
 	if err := b.authorize(p); err != nil {
 		return nil, err
@@ -393,6 +436,12 @@ func (b *batch) owned(p Principal, id string, now time.Time) (*Record, error) {
 	r, err := b.load(id, now)
 	if err != nil {
 		return nil, err
+	}
+	if p.instance != "" {
+		if r == nil {
+			return nil, fmt.Errorf("attempt %s: %w", id, ErrNotFound)
+		}
+		return r, ownedByInstance(p, r)
 	}
 	if r == nil || r.Owner != p.owner || r.Generation != p.generation {
 		return nil, fmt.Errorf("attempt %s: %w", id, ErrNotFound)
@@ -496,20 +545,29 @@ func (b *batch) admit(p Principal, key, digest, fp string, intent Intent, now ti
 		ID: key, Owner: p.owner, Generation: p.generation, OwnerProcess: p.process,
 		Digest: digest, Fingerprint: fp, Intent: intent, BootID: a.bootID,
 	}
-	switch {
-	case !in.plan.Satisfies(intent.Minimum):
-		n.Phase, n.Denial = PhaseDenied, DenialPolicyUnsupported
-	case !intent.Requested.Fits(target(in.capacity, a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
-		n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
-	default:
-		plan := in.plan.For(intent.Minimum)
-		n.Phase, n.Plan = PhasePrepared, &plan
-		n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
-	}
+	b.decide(n, in, *in.plan, true, now)
 	if err := b.put(nil, n); err != nil {
 		return Record{}, err
 	}
 	return *n, nil
+}
+
+// decide makes n, a new attempt, prepared against what the host's
+// inputs in leave free at now, or denied: resource_policy_unsupported
+// when the request is not allowed or plan does not satisfy its minimum,
+// resource_unavailable when it does not fit the target.
+func (b *batch) decide(n *Record, in hostInputs, plan Plan, allowed bool, now time.Time) {
+	intent := n.Intent
+	switch {
+	case !allowed, !plan.Satisfies(intent.Minimum):
+		n.Phase, n.Denial = PhaseDenied, DenialPolicyUnsupported
+	case !intent.Requested.Fits(target(in.work(), b.a.pressure.Status(now).Level).RemainingAfter(b.totals.Charged)):
+		n.Phase, n.Denial = PhaseDenied, DenialResourceUnavailable
+	default:
+		pl := plan.For(intent.Minimum)
+		n.Phase, n.Plan = PhasePrepared, &pl
+		n.Reservation = &Reservation{Quantities: intent.Requested, PreparedAt: now, Deadline: now.Add(in.ttl)}
+	}
 }
 
 // BeginLaunch commits a prepared attempt to its launch before its
@@ -589,8 +647,8 @@ func (a *Authority) BindScope(ctx context.Context, p Principal, key string, perm
 		return Record{}, err
 	}
 	// Freshness is judged after the evidence was gathered.
-	now := a.clock.Now()
-	return call(ctx, a, now, func(b *batch) (Record, error) { return b.bindScope(p, key, permit, ev, root, now) })
+	now, bound := a.clock.Now(), a.uptime()
+	return call(ctx, a, now, func(b *batch) (Record, error) { return b.bindScope(p, key, permit, ev, root, now, bound) })
 }
 
 // BindAndAuthorize is BindScope and AuthorizeRun in one transaction: the
@@ -604,7 +662,7 @@ func (a *Authority) BindAndAuthorize(ctx context.Context, p Principal, key strin
 	if err != nil {
 		return Run{}, err
 	}
-	now := a.clock.Now()
+	now, bound := a.clock.Now(), a.uptime()
 	return call(ctx, a, now, func(b *batch) (Run, error) {
 		r, err := b.owned(p, key, now)
 		if err != nil {
@@ -613,7 +671,7 @@ func (a *Authority) BindAndAuthorize(ctx context.Context, p Principal, key strin
 		// A replay once the run was authorized binds nothing again, and
 		// is told MayExec false.
 		if r.Phase != PhaseRunAuthorized || r.Scope != ev.Name {
-			if _, err := b.bindScope(p, key, permit, ev, root, now); err != nil {
+			if _, err := b.bindScope(p, key, permit, ev, root, now, bound); err != nil {
 				return Run{}, err
 			}
 		}
@@ -642,7 +700,9 @@ func (a *Authority) bindable(p Principal, key string, ev ScopeEvidence) (Process
 }
 
 // bindScope is BindScope inside the batch.
-func (b *batch) bindScope(p Principal, key string, permit Permit, ev ScopeEvidence, root Process, now time.Time) (Record, error) {
+// bound is the time since boot, which a consumer's record keeps as when
+// it was bound.
+func (b *batch) bindScope(p Principal, key string, permit Permit, ev ScopeEvidence, root Process, now time.Time, bound time.Duration) (Record, error) {
 	r, err := b.owned(p, key, now)
 	if err != nil {
 		return Record{}, err
@@ -670,6 +730,9 @@ func (b *batch) bindScope(p Principal, key string, permit Permit, ev ScopeEviden
 	applied := ev.Applied
 	applied.Enforced = maps.Clone(ev.Applied.Enforced)
 	n.Phase, n.Scope, n.Root, n.Applied = PhaseScopeBound, ev.Name, &root, &applied
+	if n.Key != nil {
+		n.BoundMS = uint64(bound.Milliseconds())
+	}
 	if err := b.put(r, n); err != nil {
 		return Record{}, err
 	}

@@ -779,7 +779,7 @@ func TestPressureShrinksTheTargetButNeverRevokesCharges(t *testing.T) {
 
 func devguardBudget() Budget {
 	c := devguardCapacity()
-	return Budget{*c.CPUMilli, *c.MemoryBytes, *c.Tasks}
+	return budgetOf(*c.CPUMilli, *c.MemoryBytes, *c.Tasks)
 }
 
 // An authority without a pressure source is closed, not open.

@@ -34,11 +34,11 @@ const (
 // executions at the default request; an 8-CPU, 16-GiB one keeps 6 CPUs
 // and 12 GiB. A Host that declares its capacity gets exactly that.
 func SystemReservation(m Machine) Budget {
-	return Budget{
-		CPUMilli:    max(reserveCPUMilliFloor, m.CPUMilli/4),
-		MemoryBytes: max(reserveMemoryFloor, m.MemoryBytes/4),
-		Tasks:       max(reserveTasksFloor, m.Tasks/4),
-	}
+	return budgetOf(
+		max(reserveCPUMilliFloor, m.CPUMilli/4),
+		max(reserveMemoryFloor, m.MemoryBytes/4),
+		max(reserveTasksFloor, m.Tasks/4),
+	)
 }
 
 // CapacitySource says, per resource, whether the capacity was declared
@@ -70,22 +70,21 @@ func WorkCapacity(declared *v1alpha1.Capacity, measure func() (Machine, error)) 
 		if err != nil {
 			return Budget{}, CapacitySource{}, fmt.Errorf("measuring host capacity: %w", err)
 		}
-		r := SystemReservation(m)
-		b = Budget{max(m.CPUMilli-r.CPUMilli, 0), max(m.MemoryBytes-r.MemoryBytes, 0), max(m.Tasks-r.Tasks, 0)}
+		b = budgetOf(m.CPUMilli, m.MemoryBytes, m.Tasks).RemainingAfter(SystemReservation(m))
 	}
-	set := func(dst *int64, v *int64, s *string) error {
+	set := func(dst *uint64, v *int64, s *string) error {
 		if v == nil {
 			*s = SourceMeasured
 			return nil
 		}
-		if *v <= 0 || *v > MaxQuantity {
+		if *v <= 0 || uint64(*v) > MaxQuantity {
 			return fmt.Errorf("declared capacity %d: %w", *v, ErrInvalidRequest)
 		}
-		*dst = *v
+		*dst = uint64(*v)
 		return nil
 	}
 	for _, f := range []struct {
-		dst *int64
+		dst *uint64
 		v   *int64
 		s   *string
 	}{{&b.CPUMilli, d.CPUMilli, &src.CPU}, {&b.MemoryBytes, d.MemoryBytes, &src.Memory}, {&b.Tasks, d.Tasks, &src.PIDs}} {

@@ -31,7 +31,7 @@ func TestSystemReservationLeavesWorkOnSmallMachines(t *testing.T) {
 }
 
 func TestDeclaredCapacityIsTakenAsItIs(t *testing.T) {
-	cpu, mem := int64(1600), 8*gib
+	cpu, mem := int64(1600), int64(8*gib)
 	measured := 0
 	measure := func() (Machine, error) { measured++; return Machine{4000, 16 * gib, 8192}, nil }
 	got, src, err := WorkCapacity(&v1alpha1.Capacity{CPUMilli: &cpu, MemoryBytes: &mem}, measure)

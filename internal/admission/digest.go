@@ -117,6 +117,11 @@ func Fingerprint(digest string, in Intent) (string, error) {
 	if err := in.validate(); err != nil {
 		return "", err
 	}
+	return fingerprint(digest, in), nil
+}
+
+// fingerprint is Fingerprint of a digest and an intent already checked.
+func fingerprint(digest string, in Intent) string {
 	b := make([]byte, 0, 256)
 	b = append(b, '[')
 	b = appendString(b, admissionTag)
@@ -125,18 +130,18 @@ func Fingerprint(digest string, in Intent) (string, error) {
 	b = append(b, ',')
 	b = appendIntent(b, in)
 	b = append(b, ']')
-	return sha256Hex(b), nil
+	return sha256Hex(b)
 }
 
 func appendIntent(b []byte, in Intent) []byte {
 	b = append(b, `{"profile":`...)
 	b = appendString(b, in.Profile)
 	b = append(b, `,"requested":{"cpu_milli":`...)
-	b = strconv.AppendInt(b, in.Requested.CPUMilli, 10)
+	b = strconv.AppendUint(b, in.Requested.CPUMilli, 10)
 	b = append(b, `,"memory_bytes":`...)
-	b = strconv.AppendInt(b, in.Requested.MemoryBytes, 10)
+	b = strconv.AppendUint(b, in.Requested.MemoryBytes, 10)
 	b = append(b, `,"tasks":`...)
-	b = strconv.AppendInt(b, in.Requested.Tasks, 10)
+	b = strconv.AppendUint(b, in.Requested.Tasks, 10)
 	b = append(b, `},"minimum":{"cpu":`...)
 	b = appendLevel(b, in.Minimum.CPU)
 	b = append(b, `,"memory":`...)

@@ -14,6 +14,16 @@
 //     the scope as the attempt's root, and after a restart, as the next
 //     generation, abandons the launches its earlier generation began
 //     without making their scope (AbandonInherited).
+//   - Consumers of DevGuard's wire (SetConsumers, from the Consumer
+//     manifests) register instances instead, one per process
+//     (RegisterInstance): a registration is recorded once and only
+//     reactivated after, another process under an instance's id
+//     conflicts, and max_instances bounds them, an ended instance
+//     holding nothing being retired to make room. Their attempts are
+//     keyed as DevGuard keys them (AdmitKey), belong to the instance that
+//     admitted them, are planned in what DevGuard's wire can name, and
+//     otherwise live as marshald's own do. Each consumer's static control
+//     reservation, times its max_instances, comes off the work capacity.
 //   - Admit records an attempt under a caller-chosen key, bound to its
 //     meaning by the admission fingerprint of the ExecutionMeaning digest
 //     and the resource intent: prepared with a deadline, or denied. A

@@ -19,8 +19,12 @@ var (
 	// key; an attempt of another owner is not found either.
 	ErrNotFound = errors.New("admission: attempt not found")
 	// ErrAttemptConflict is returned by Admit when the key is already
-	// used with another digest, intent or owner.
+	// used with another digest, intent or owner, and by RegisterInstance
+	// when the instance is another process's.
 	ErrAttemptConflict = errors.New("admission: attempt conflict")
+	// ErrInstancesFull is returned by RegisterInstance when the consumer
+	// has as many instances as it may.
+	ErrInstancesFull = errors.New("admission: consumer instances full")
 	// ErrInvalidTransition is returned when the attempt's phase does not
 	// allow the request.
 	ErrInvalidTransition = errors.New("admission: invalid transition")

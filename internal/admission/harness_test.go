@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
-const gib = int64(1) << 30
+const gib = 1 << 30
 
 // fakeInspector stands in for /proc where a test must show what the real
 // one cannot on demand: a reboot, a reused pid, an owner that died.
@@ -122,12 +123,13 @@ var kernelJob = Intent{
 // DevGuard's test host leaves 7.5 CPUs, 23.25 GiB and 3584 tasks of work
 // capacity: two requests fit, a third does not.
 func devguardCapacity() *v1alpha1.Capacity {
-	cpu, mem, tasks := int64(7500), 23*gib+gib/4, int64(3584)
+	cpu, mem, tasks := int64(7500), int64(23*gib+gib/4), int64(3584)
 	return &v1alpha1.Capacity{CPUMilli: &cpu, MemoryBytes: &mem, Tasks: &tasks}
 }
 
 func capacityOf(b Budget) *v1alpha1.Capacity {
-	return &v1alpha1.Capacity{CPUMilli: &b.CPUMilli, MemoryBytes: &b.MemoryBytes, Tasks: &b.Tasks}
+	cpu, mem, tasks := int64(b.CPUMilli), int64(b.MemoryBytes), int64(b.Tasks)
+	return &v1alpha1.Capacity{CPUMilli: &cpu, MemoryBytes: &mem, Tasks: &tasks}
 }
 
 func digestOf(s string) string {
@@ -168,6 +170,13 @@ type harness struct {
 	maxSize  int
 	// intent is what admit asks for: job, unless a test needs another.
 	intent Intent
+	// consumers are served, and profiles say which Profiles are
+	// declared, once a test sets them.
+	consumers []Consumer
+	profiles  func(string) bool
+	// uptime is the boot-relative clock consumers' records keep, in
+	// nanoseconds.
+	uptime atomic.Int64
 	a      *Authority
 	stop   func() error
 }
@@ -212,6 +221,8 @@ func (h *harness) options() Options {
 		Inspector: h.insp,
 		Pressure:  h.pressure,
 		Measure:   func() (Machine, error) { return Machine{}, errors.New("no measuring in tests") },
+		Profiles:  h.profiles,
+		Uptime:    func() time.Duration { return time.Duration(h.uptime.Load()) },
 		maxSize:   h.maxSize,
 	}
 }
@@ -227,6 +238,9 @@ func (h *harness) open() {
 		h.t.Fatal(err)
 	}
 	if err := a.SetPlan(h.caps); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := a.SetConsumers(h.consumers, "rev-1"); err != nil {
 		h.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(h.t.Context())
@@ -307,7 +321,7 @@ func (h *harness) evidence(id string, populated, exited bool) ScopeEvidence {
 		Populated:     populated,
 		ProcessExited: exited,
 		Applied: cgroup.Applied{
-			Limits:   cgroup.Limits{CPUMilli: job.Requested.CPUMilli, MemoryBytes: job.Requested.MemoryBytes, Tasks: job.Requested.Tasks},
+			Limits:   cgroup.Limits{CPUMilli: int64(job.Requested.CPUMilli), MemoryBytes: int64(job.Requested.MemoryBytes), Tasks: int64(job.Requested.Tasks)},
 			Enforced: enf,
 		},
 	}

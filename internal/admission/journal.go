@@ -24,6 +24,7 @@ import (
 //	meta      magic, schema, totals (what charged attempts hold: sum and count)
 //	attempts  sequence → Record, with the SHA-256 of its launch permit
 //	owners    owner name → ownerRecord
+//	instances consumer NUL generation NUL instance id → instanceRecord
 //
 // Attempts are keyed by the order in which they were first recorded (an
 // 8-byte big-endian sequence), not by their random IDs: new attempts land
@@ -36,19 +37,23 @@ import (
 // where the small meta bucket lives inline: nothing more, so that two
 // fdatasyncs of a few pages are all an answer waits for.
 const (
-	// SchemaVersion is the only journal schema this build reads and
-	// writes.
-	SchemaVersion = "2"
+	// SchemaVersion is the journal schema this build writes. It reads
+	// schema 2 too, which had no consumers' instances, and makes it 3 as
+	// it opens it.
+	SchemaVersion = "3"
 	journalMagic  = "marshal.dev/admission-journal"
+	// schemaWithoutInstances is the schema before consumers' instances.
+	schemaWithoutInstances = "2"
 )
 
 var (
-	bucketMeta     = []byte("meta")
-	bucketAttempts = []byte("attempts")
-	bucketOwners   = []byte("owners")
-	keyMagic       = []byte("magic")
-	keySchema      = []byte("schema")
-	keyTotals      = []byte("totals")
+	bucketMeta      = []byte("meta")
+	bucketAttempts  = []byte("attempts")
+	bucketOwners    = []byte("owners")
+	bucketInstances = []byte("instances")
+	keyMagic        = []byte("magic")
+	keySchema       = []byte("schema")
+	keyTotals       = []byte("totals")
 )
 
 // DefaultLockTimeout is how long Open waits for the journal's lock before
@@ -102,7 +107,7 @@ func Create(path string) (err error) {
 		if err != nil {
 			return err
 		}
-		for _, b := range [][]byte{bucketAttempts, bucketOwners} {
+		for _, b := range [][]byte{bucketAttempts, bucketOwners, bucketInstances} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return err
 			}
@@ -285,13 +290,16 @@ type loaded struct {
 	totals totals
 	// keys maps every attempt's ID to its sequence; next is the sequence
 	// of the next new attempt.
-	keys     map[string]uint64
-	next     uint64
-	charged  map[string]bool
-	prepared map[string]time.Time
-	owners   map[string]ownerRecord
+	keys      map[string]uint64
+	next      uint64
+	charged   map[string]bool
+	prepared  map[string]time.Time
+	owners    map[string]ownerRecord
+	instances map[instanceKey]instanceRecord
 	// recover lists the charged records that recovery must rewrite.
 	recover []*Record
+	// migrate is set for a journal of schema 2, which Open makes 3.
+	migrate bool
 }
 
 // storedRecord is a Record as the journal holds it: with its permit hash.
@@ -337,18 +345,20 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	if meta == nil || string(meta.Get(keyMagic)) != journalMagic {
 		return nil, ErrJournalForeign
 	}
-	if s := string(meta.Get(keySchema)); s != SchemaVersion {
-		return nil, &SchemaError{Found: s, Want: SchemaVersion}
+	schema := string(meta.Get(keySchema))
+	if schema != SchemaVersion && schema != schemaWithoutInstances {
+		return nil, &SchemaError{Found: schema, Want: SchemaVersion}
 	}
-	attempts, owners := tx.Bucket(bucketAttempts), tx.Bucket(bucketOwners)
-	if attempts == nil || owners == nil {
+	attempts, owners, instances := tx.Bucket(bucketAttempts), tx.Bucket(bucketOwners), tx.Bucket(bucketInstances)
+	if attempts == nil || owners == nil || (instances == nil) != (schema == schemaWithoutInstances) {
 		return nil, fmt.Errorf("a bucket is missing: %w", ErrJournalInconsistent)
 	}
 	var stored totals
 	if err := json.Unmarshal(meta.Get(keyTotals), &stored); err != nil {
 		return nil, fmt.Errorf("totals: %w: %w", ErrJournalInconsistent, err)
 	}
-	l = &loaded{keys: map[string]uint64{}, next: 1, charged: map[string]bool{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{}}
+	l = &loaded{keys: map[string]uint64{}, next: 1, charged: map[string]bool{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{},
+		instances: map[instanceKey]instanceRecord{}, migrate: schema == schemaWithoutInstances}
 	// Walking every record first touches every page of the tree in this
 	// goroutine, where a fault is recovered, before bbolt's checker walks
 	// it on its own goroutine.
@@ -405,6 +415,22 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if instances != nil {
+		err = instances.ForEach(func(k, v []byte) error {
+			var r instanceRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("instance %q: %w: %w", k, ErrJournalInconsistent, err)
+			}
+			if err := r.validate(k); err != nil {
+				return err
+			}
+			l.instances[r.key()] = r
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 	for e := range tx.Check() {
 		errs = append(errs, e)
@@ -430,6 +456,15 @@ func recovered(r *Record, boot string) *Record {
 		n.Phase = PhaseSuspect
 	}
 	return n
+}
+
+// migrate makes a journal of schema 2 one of schema 3: the bucket of
+// consumers' instances, empty.
+func migrate(tx *bolt.Tx) error {
+	if _, err := tx.CreateBucket(bucketInstances); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketMeta).Put(keySchema, []byte(SchemaVersion))
 }
 
 // writeRecords stores records, each under the sequence keyOf gives its

@@ -131,15 +131,16 @@ func TestBindScopeAcceptsAMemoryLimitRoundedToAPage(t *testing.T) {
 	h := newHarness(t)
 	h.intent = kernelJob
 	p := h.ready()
+	mem := int64(job.Requested.MemoryBytes)
 	tests := []struct {
 		name    string
 		applied int64
 		want    error
 	}{
-		{"exact", job.Requested.MemoryBytes, nil},
-		{"rounded_within_a_page", job.Requested.MemoryBytes - int64(os.Getpagesize()) + 1, nil},
-		{"a_page_below", job.Requested.MemoryBytes - int64(os.Getpagesize()), ErrEvidence},
-		{"above", job.Requested.MemoryBytes + 1, ErrEvidence},
+		{"exact", mem, nil},
+		{"rounded_within_a_page", mem - int64(os.Getpagesize()) + 1, nil},
+		{"a_page_below", mem - int64(os.Getpagesize()), ErrEvidence},
+		{"above", mem + 1, ErrEvidence},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

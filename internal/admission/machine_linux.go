@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,4 +42,15 @@ func MeasureMachine() (Machine, error) {
 		}
 	}
 	return Machine{CPUMilli: int64(set.Count()) * 1000, MemoryBytes: total, Tasks: tasks}, nil
+}
+
+// bootUptime is the time since boot, counting time suspended
+// (CLOCK_BOOTTIME), as DevGuard counts its monotonic milliseconds.
+func bootUptime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		// CLOCK_BOOTTIME exists on every kernel marshal runs on.
+		panic(fmt.Sprintf("reading CLOCK_BOOTTIME: %v", err))
+	}
+	return time.Duration(ts.Nano())
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"math"
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
@@ -105,14 +106,17 @@ func (r AbandonReason) valid() bool {
 	return r == AbandonSpawnFailed || r == AbandonHelperExited || r == AbandonGrantNotReceived
 }
 
-// MaxQuantity bounds every quantity, so that sums never overflow.
-const MaxQuantity = int64(1) << 53
+// MaxQuantity bounds every capacity, so that what charged attempts hold,
+// each within the capacity it was admitted against, never overflows.
+// A request may ask for any quantity: one above every capacity is denied.
+const MaxQuantity = uint64(1) << 53
 
-// Budget is an amount of each resource, as DevGuard's Budget.
+// Budget is an amount of each resource, as DevGuard's Budget: u64
+// quantities.
 type Budget struct {
-	CPUMilli    int64 `json:"cpu_milli"`
-	MemoryBytes int64 `json:"memory_bytes"`
-	Tasks       int64 `json:"tasks"`
+	CPUMilli    uint64 `json:"cpu_milli"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+	Tasks       uint64 `json:"tasks"`
 }
 
 // Fits reports whether b fits within limit in every resource.
@@ -120,13 +124,14 @@ func (b Budget) Fits(limit Budget) bool {
 	return b.CPUMilli <= limit.CPUMilli && b.MemoryBytes <= limit.MemoryBytes && b.Tasks <= limit.Tasks
 }
 
-// Add returns b + o; quantities are bounded by MaxQuantity, so it cannot
-// overflow for any count of attempts a journal can hold.
+// Add returns b + o. The authority adds only what fits a capacity, which
+// is bounded by MaxQuantity, so it cannot overflow for any count of
+// attempts a journal can hold.
 func (b Budget) Add(o Budget) Budget {
 	return Budget{b.CPUMilli + o.CPUMilli, b.MemoryBytes + o.MemoryBytes, b.Tasks + o.Tasks}
 }
 
-// Sub returns b − o.
+// Sub returns b − o, for an o that b holds.
 func (b Budget) Sub(o Budget) Budget {
 	return Budget{b.CPUMilli - o.CPUMilli, b.MemoryBytes - o.MemoryBytes, b.Tasks - o.Tasks}
 }
@@ -134,18 +139,27 @@ func (b Budget) Sub(o Budget) Budget {
 // RemainingAfter returns what is left of b once used is taken, never
 // below zero.
 func (b Budget) RemainingAfter(used Budget) Budget {
-	return Budget{max(b.CPUMilli-used.CPUMilli, 0), max(b.MemoryBytes-used.MemoryBytes, 0), max(b.Tasks-used.Tasks, 0)}
+	left := func(x, y uint64) uint64 {
+		if y >= x {
+			return 0
+		}
+		return x - y
+	}
+	return Budget{left(b.CPUMilli, used.CPUMilli), left(b.MemoryBytes, used.MemoryBytes), left(b.Tasks, used.Tasks)}
 }
 
 // Half returns b halved in every resource, rounding down.
 func (b Budget) Half() Budget { return Budget{b.CPUMilli / 2, b.MemoryBytes / 2, b.Tasks / 2} }
 
-// Amounts is b as the API shows it.
+// Amounts is b as the API shows it; a quantity beyond the API's int64 is
+// shown as the largest.
 func (b Budget) Amounts() v1alpha1.Amounts {
-	return v1alpha1.Amounts{CPUMilli: b.CPUMilli, MemoryBytes: b.MemoryBytes, Tasks: b.Tasks}
+	return v1alpha1.Amounts{CPUMilli: clampInt64(b.CPUMilli), MemoryBytes: clampInt64(b.MemoryBytes), Tasks: clampInt64(b.Tasks)}
 }
 
-func (b Budget) get(r cgroup.Resource) int64 {
+func clampInt64(q uint64) int64 { return int64(min(q, math.MaxInt64)) }
+
+func (b Budget) get(r cgroup.Resource) uint64 {
 	switch r {
 	case cgroup.CPU:
 		return b.CPUMilli
@@ -157,13 +171,17 @@ func (b Budget) get(r cgroup.Resource) int64 {
 	return 0
 }
 
+// validWorkload: every quantity positive, as DevGuard's
+// validate_workload; none is too large to ask for.
 func (b Budget) validWorkload() bool {
-	for _, q := range []int64{b.CPUMilli, b.MemoryBytes, b.Tasks} {
-		if q <= 0 || q > MaxQuantity {
-			return false
-		}
-	}
-	return true
+	return b.CPUMilli > 0 && b.MemoryBytes > 0 && b.Tasks > 0
+}
+
+// budgetOf is a Budget of quantities a manifest declares: positive
+// int64s, as v1alpha1 validates them.
+func budgetOf(cpu, memory, tasks int64) Budget {
+	q := func(v int64) uint64 { return uint64(max(v, 0)) }
+	return Budget{q(cpu), q(memory), q(tasks)}
 }
 
 // Levels is the least level per resource, as DevGuard's ResourceLevels.
@@ -211,18 +229,26 @@ func IntentFor(profile string, req v1alpha1.ResourceRequest) (Intent, error) {
 	}
 	in := Intent{
 		Profile:   profile,
-		Requested: Budget{*req.CPUMilli, *req.MemoryBytes, *req.Tasks},
+		Requested: budgetOf(*req.CPUMilli, *req.MemoryBytes, *req.Tasks),
 		Minimum:   Levels{req.Minimum.CPU, req.Minimum.Memory, req.Minimum.PIDs},
 	}
 	return in, in.validate()
 }
 
-func (in Intent) validate() error {
-	if msgs := v1alpha1.ValidateName(in.Profile); msgs != nil {
+func (in Intent) validate() error { return in.validateFor(false) }
+
+// validateFor checks the intent; anyProfile accepts any identifier of
+// DevGuard's wire as its profile, as a consumer's denied attempt may
+// hold, where every attempt that may run names a Profile.
+func (in Intent) validateFor(anyProfile bool) error {
+	switch {
+	case anyProfile && !v1alpha1.IsIdentifier(in.Profile):
+		return fmt.Errorf("profile %q: %w", in.Profile, ErrInvalidRequest)
+	case !anyProfile && v1alpha1.ValidateName(in.Profile) != nil:
 		return fmt.Errorf("profile %q: %w", in.Profile, ErrInvalidRequest)
 	}
 	if !in.Requested.validWorkload() {
-		return fmt.Errorf("requested quantities must be positive and at most %d: %w", MaxQuantity, ErrInvalidRequest)
+		return fmt.Errorf("requested quantities must be positive: %w", ErrInvalidRequest)
 	}
 	if !in.Minimum.valid() {
 		return fmt.Errorf("minimum levels %+v: %w", in.Minimum, ErrInvalidRequest)
@@ -246,13 +272,34 @@ type Peer struct {
 	PID int
 }
 
-// Principal is a registered owner, as Register returned it. Only Register
-// makes one; the zero Principal is unauthorized.
+// Principal is a registered owner, as Register returned it, or a
+// consumer's instance, as RegisterInstance returned it. Only they make
+// one; the zero Principal is unauthorized.
 type Principal struct {
 	owner      string
 	generation uint64
 	process    Process
 	epoch      uint64
+	// consumer, consumerGeneration and instance name a consumer's
+	// instance; owner and generation are empty then.
+	consumer, consumerGeneration, instance string
+}
+
+// Instance returns the consumer's instance p is, and false when p is an
+// owner's.
+func (p Principal) Instance() (Instance, bool) {
+	if p.instance == "" {
+		return Instance{}, false
+	}
+	return Instance{ID: p.instance, Process: p.process}, true
+}
+
+// Consumer returns the consumer and generation of an instance's
+// principal, empty for an owner's.
+func (p Principal) Consumer() (id, generation string) { return p.consumer, p.consumerGeneration }
+
+func (p Principal) instanceKey() instanceKey {
+	return instanceKey{p.consumer, p.consumerGeneration, p.instance}
 }
 
 // Owner is the owner's name.
@@ -375,8 +422,10 @@ func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 	return true
 }
 
-// limitOf is a limit of v on r alone.
-func limitOf(r cgroup.Resource, v int64) cgroup.Limits {
+// limitOf is a limit of v on r alone. v is a reserved quantity, within a
+// capacity, so it fits in an int64.
+func limitOf(r cgroup.Resource, q uint64) cgroup.Limits {
+	v := clampInt64(q)
 	var l cgroup.Limits
 	switch r {
 	case cgroup.CPU:
@@ -440,6 +489,18 @@ type Record struct {
 	// BootID is the boot the attempt was admitted in.
 	BootID string `json:"boot_id"`
 
+	// Key, Instance and PolicyRevision are set for a consumer's attempt
+	// (DevGuard's wire), whose ID is Key.ID(); Owner and Generation are
+	// empty then.
+	Key            *AttemptKey `json:"key,omitempty"`
+	Instance       *Instance   `json:"instance,omitempty"`
+	PolicyRevision string      `json:"policy_revision,omitempty"`
+	// PreparedMS and BoundMS are when a consumer's attempt was prepared
+	// and bound, in milliseconds since boot (CLOCK_BOOTTIME), as
+	// DevGuard's records tell time.
+	PreparedMS uint64 `json:"prepared_ms,omitempty"`
+	BoundMS    uint64 `json:"bound_ms,omitempty"`
+
 	// permitHash is the SHA-256 of the launch permit, once one was
 	// issued. It is stored with the record but never shown.
 	permitHash string
@@ -484,6 +545,14 @@ func (r *Record) clone() *Record {
 		v.Enforced = maps.Clone(r.Applied.Enforced)
 		c.Applied = &v
 	}
+	if r.Key != nil {
+		v := *r.Key
+		c.Key = &v
+	}
+	if r.Instance != nil {
+		v := *r.Instance
+		c.Instance = &v
+	}
 	return &c
 }
 
@@ -501,11 +570,14 @@ func (r *Record) validate() error {
 	switch {
 	case !scope.ValidID(r.ID):
 		return bad("invalid key")
-	case !validOwner(r.Owner) || r.Generation == 0:
+	case r.Key == nil && (!validOwner(r.Owner) || r.Generation == 0 || r.Instance != nil):
 		return bad("invalid owner")
+	case r.Key != nil && (!r.Key.valid() || r.ID != r.Key.ID() || r.Owner != "" || r.Generation != 0 ||
+		r.Instance == nil || !v1alpha1.IsIdentifier(r.Instance.ID) || !v1alpha1.IsIdentifier(r.PolicyRevision)):
+		return bad("invalid consumer's attempt")
 	case !validDigest(r.Digest) || !validDigest(r.Fingerprint):
 		return bad("invalid digest")
-	case r.Intent.validate() != nil:
+	case r.Intent.validateFor(r.Key != nil && r.Phase == PhaseDenied) != nil:
 		return bad("invalid intent")
 	case !r.Phase.Valid():
 		return bad("invalid phase")
@@ -629,29 +701,8 @@ func (e ScopeEvidence) fresh(now time.Time) bool {
 	return !e.ObservedAt.IsZero() && age >= 0 && age <= MaxEvidenceAge
 }
 
-func validDigest(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // validOwner: 1 to 128 of [A-Za-z0-9._:-], as DevGuard's identifiers.
-func validOwner(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
-}
+func validOwner(s string) bool { return v1alpha1.IsIdentifier(s) }
+
+// validDigest: 64 lowercase hex digits.
+func validDigest(s string) bool { return v1alpha1.IsDigest(s) }

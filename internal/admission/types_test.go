@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -110,7 +111,18 @@ func TestBudgetArithmetic(t *testing.T) {
 	if (Budget{10, 21, 30}).Fits(b) || !b.Fits(b) {
 		t.Error("Fits is wrong at the boundary")
 	}
-	if (Budget{MaxQuantity + 1, 1, 1}).validWorkload() || (Budget{1, 0, 1}).validWorkload() || !(Budget{MaxQuantity, 1, 1}).validWorkload() {
+	// Any positive u64 may be asked for, as in DevGuard; only zero is
+	// malformed.
+	if (Budget{1, 0, 1}).validWorkload() || !(Budget{math.MaxUint64, 1, 1}).validWorkload() {
 		t.Error("validWorkload bounds are wrong")
+	}
+	if got := (Budget{math.MaxUint64, 1, 2}).Amounts(); got.CPUMilli != math.MaxInt64 || got.Tasks != 2 {
+		t.Errorf("Amounts = %+v, want the largest int64 for a quantity beyond it", got)
+	}
+	if got := addCapped(Budget{math.MaxUint64, 1, MaxQuantity}, Budget{1, 2, 1}); got != (Budget{MaxQuantity, 3, MaxQuantity}) {
+		t.Errorf("addCapped = %+v, want it saturated at MaxQuantity", got)
+	}
+	if got := mulCapped(Budget{1 << 50, 3, 1 << 62}, 64); got != (Budget{MaxQuantity, 192, MaxQuantity}) {
+		t.Errorf("mulCapped = %+v, want it saturated at MaxQuantity", got)
 	}
 }

@@ -39,6 +39,8 @@ type ledger struct {
 	prepared map[string]time.Time // deadline of every prepared attempt
 	due      deadlines            // the same, in deadline order; may hold stale entries
 	owners   map[string]ownerRecord
+	// instances are the consumers' registered instances.
+	instances map[instanceKey]instanceRecord
 }
 
 type deadline struct {
@@ -68,9 +70,10 @@ type batch struct {
 	a  *Authority
 	tx *bolt.Tx
 	// Staged state, layered over the journal and the ledger.
-	recs   map[string]*Record
-	owners map[string]ownerRecord
-	totals totals
+	recs      map[string]*Record
+	owners    map[string]ownerRecord
+	instances map[instanceKey]instanceRecord
+	totals    totals
 	// keys holds the sequences of the attempts this batch records first;
 	// next is the one the next new attempt gets.
 	keys map[string]uint64
@@ -82,13 +85,14 @@ type batch struct {
 
 func (a *Authority) newBatch(tx *bolt.Tx) *batch {
 	return &batch{
-		a:      a,
-		tx:     tx,
-		recs:   map[string]*Record{},
-		owners: map[string]ownerRecord{},
-		totals: a.led.totals,
-		keys:   map[string]uint64{},
-		next:   a.led.next,
+		a:         a,
+		tx:        tx,
+		recs:      map[string]*Record{},
+		owners:    map[string]ownerRecord{},
+		instances: map[instanceKey]instanceRecord{},
+		totals:    a.led.totals,
+		keys:      map[string]uint64{},
+		next:      a.led.next,
 	}
 }
 
@@ -102,7 +106,7 @@ func (b *batch) key(id string) (uint64, bool) {
 	return seq, ok
 }
 
-func (b *batch) dirty() bool { return len(b.recs)+len(b.owners) > 0 }
+func (b *batch) dirty() bool { return len(b.recs)+len(b.owners)+len(b.instances) > 0 }
 
 func (b *batch) rollback(mark int) {
 	for i := len(b.undo) - 1; i >= mark; i-- {
@@ -218,6 +222,16 @@ func (b *batch) flush() error {
 	if err := writeRecords(b.tx, b.recs, b.key, b.totals); err != nil {
 		return err
 	}
+	instances := b.tx.Bucket(bucketInstances)
+	for k, r := range b.instances {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if err := instances.Put(k.bytes(), data); err != nil {
+			return err
+		}
+	}
 	owners := b.tx.Bucket(bucketOwners)
 	for name, o := range b.owners {
 		data, err := json.Marshal(o)
@@ -258,6 +272,9 @@ func (a *Authority) apply(b *batch) {
 	}
 	for name, o := range b.owners {
 		l.owners[name] = o
+	}
+	for k, r := range b.instances {
+		l.instances[k] = r
 	}
 	a.committedLocked()
 	a.notifyLocked()

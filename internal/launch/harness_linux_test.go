@@ -171,8 +171,8 @@ func (h *harness) openAuthority() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	c := h.capacity
-	if err := a.SetHost(&v1alpha1.Capacity{CPUMilli: &c.CPUMilli, MemoryBytes: &c.MemoryBytes, Tasks: &c.Tasks}, 5*time.Second); err != nil {
+	cpu, mem, tasks := int64(h.capacity.CPUMilli), int64(h.capacity.MemoryBytes), int64(h.capacity.Tasks)
+	if err := a.SetHost(&v1alpha1.Capacity{CPUMilli: &cpu, MemoryBytes: &mem, Tasks: &tasks}, 5*time.Second); err != nil {
 		h.t.Fatal(err)
 	}
 	if err := a.SetPlan(h.caps); err != nil {

@@ -14,22 +14,22 @@ import (
 type resource struct {
 	quantity string // cpu_milli
 	level    string // cpu
-	get      func(admission.Budget) int64
+	get      func(admission.Budget) uint64
 	min      func(admission.Levels) v1alpha1.Level
 	plan     func(admission.Plan) cgroup.Enforcement
 	limit    func(*cgroup.Limits) *int64
 }
 
 var resources = []resource{
-	{"cpu_milli", "cpu", func(b admission.Budget) int64 { return b.CPUMilli },
+	{"cpu_milli", "cpu", func(b admission.Budget) uint64 { return b.CPUMilli },
 		func(l admission.Levels) v1alpha1.Level { return l.CPU },
 		func(p admission.Plan) cgroup.Enforcement { return p.CPU },
 		func(l *cgroup.Limits) *int64 { return &l.CPUMilli }},
-	{"memory_bytes", "memory", func(b admission.Budget) int64 { return b.MemoryBytes },
+	{"memory_bytes", "memory", func(b admission.Budget) uint64 { return b.MemoryBytes },
 		func(l admission.Levels) v1alpha1.Level { return l.Memory },
 		func(p admission.Plan) cgroup.Enforcement { return p.Memory },
 		func(l *cgroup.Limits) *int64 { return &l.MemoryBytes }},
-	{"tasks", "pids", func(b admission.Budget) int64 { return b.Tasks },
+	{"tasks", "pids", func(b admission.Budget) uint64 { return b.Tasks },
 		func(l admission.Levels) v1alpha1.Level { return l.PIDs },
 		func(p admission.Plan) cgroup.Enforcement { return p.PIDs },
 		func(l *cgroup.Limits) *int64 { return &l.Tasks }},
@@ -106,7 +106,8 @@ func planLimits(plan admission.Plan, req admission.Budget) cgroup.Limits {
 	var out cgroup.Limits
 	for _, r := range resources {
 		if r.plan(plan).Level == v1alpha1.LevelKernel {
-			*r.limit(&out) = r.get(req)
+			// A reserved quantity fits its capacity, which fits an int64.
+			*r.limit(&out) = int64(min(r.get(req), admission.MaxQuantity))
 		}
 	}
 	return out

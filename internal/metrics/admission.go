@@ -10,9 +10,9 @@ import (
 // units of the manifests. Its fields are those of admission.Budget, so a
 // Budget converts: metrics.Amounts(snapshot.Free).
 type Amounts struct {
-	CPUMilli    int64
-	MemoryBytes int64
-	Tasks       int64
+	CPUMilli    uint64
+	MemoryBytes uint64
+	Tasks       uint64
 }
 
 // AdmissionState is what the admission gauges show: the authority's

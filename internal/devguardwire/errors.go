@@ -1,0 +1,16 @@
+package devguardwire
+
+import "errors"
+
+// Errors of the transport and the decoder. Each ends the session without
+// an answer, as DevGuard's server does.
+var (
+	// ErrFrameSize is returned for a frame whose length is 0 or more than
+	// MaxFrameBytes.
+	ErrFrameSize = errors.New("devguardwire: frame size out of bounds")
+	// ErrMalformed is returned for a frame that is not a request of
+	// protocol 1: not JSON, an unknown or repeated field, a missing one,
+	// an unknown method or enumeration, a secret that is not 64 lowercase
+	// hex digits.
+	ErrMalformed = errors.New("devguardwire: malformed request")
+)

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +19,11 @@ func readFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	return readFD(fd, path)
+}
+
+// readFD reads the interface file open at fd to its end.
+func readFD(fd int, path string) ([]byte, error) {
 	buf := make([]byte, 0, 256)
 	for {
 		if len(buf) == cap(buf) {
@@ -28,7 +34,7 @@ func readFile(path string) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+			return nil, ioError("read", path, err)
 		}
 		if n == 0 {
 			return buf, nil
@@ -52,12 +58,22 @@ func writeFile(path, value string) error {
 	}
 	cerr := unix.Close(fd)
 	if err != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: err}
+		return ioError("write", path, err)
 	}
 	if cerr != nil {
 		return &fs.PathError{Op: "close", Path: path, Err: cerr}
 	}
 	return nil
+}
+
+// ioError is the error of a read or write of an interface file. The
+// kernel answers ENODEV when the file's group was removed after the file
+// was opened: to callers that is the group gone, as ENOENT at open is.
+func ioError(op, path string, err error) error {
+	if errors.Is(err, unix.ENODEV) {
+		err = fmt.Errorf("%w (%w)", fs.ErrNotExist, err)
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
 }
 
 func openRetrying(path string, mode int) (int, error) {

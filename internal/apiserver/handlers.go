@@ -32,6 +32,7 @@ func (s *Server) routes() {
 	s.mux.Handle(localapi.DoctorPath, s.only(http.MethodGet, s.doctor))
 	s.mux.Handle(localapi.RunPath, s.only(http.MethodPost, s.run))
 	s.mux.Handle(localapi.BackupPath, s.only(http.MethodGet, s.backup))
+	s.mux.Handle(localapi.EgressLogPath, s.only(http.MethodGet, s.egressLog))
 	if s.opts.Metrics != nil {
 		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.metrics))
 	}

@@ -41,6 +41,7 @@ Stopping marshald never stops the agents it launched.`,
 			if defErr != nil && (!cmd.Flags().Changed("config-dir") || !cmd.Flags().Changed("state-dir")) {
 				return defErr
 			}
+			cfg.egressAddressGiven = cmd.Flags().Changed("egress-address")
 			if allowGroup != "" {
 				gid, err := lookupGroup(allowGroup)
 				if err != nil {
@@ -63,6 +64,8 @@ Stopping marshald never stops the agents it launched.`,
 	f.BoolVar(&cfg.InitJournal, "init-journal", false, "create the admission journal if it is missing (only needed after it was lost)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "also serve /metrics on this loopback address, such as 127.0.0.1:9469")
 	f.StringVar(&cfg.Pressure, "pressure", cfg.Pressure, "where admission's pressure level comes from: host (PSI, available memory, the state disk) or off (the whole work capacity, always)")
+	f.StringVar(&cfg.EgressAddress, "egress-address", cfg.EgressAddress, "the egress proxy's loopback address, or off; keep it stable: running agents keep the address they were given")
+	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "the egress proxy's unix socket, or off (default: marshal-egress.sock beside --socket)")
 	cmd.Version = version.Get().String()
 	cmd.SetVersionTemplate("marshald {{.Version}}\n")
 	cmd.SetArgs(args)

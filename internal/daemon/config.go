@@ -52,6 +52,16 @@ type Config struct {
 	// host's PSI, MemAvailable and the state disk) or off (always
 	// normal: the target is the whole work capacity).
 	Pressure string
+	// EgressAddress is the egress proxy's TCP loopback address, or
+	// EgressOff; DefaultEgressAddress by default.
+	EgressAddress string
+	// EgressSocket is the egress proxy's unix socket, or EgressOff; ""
+	// puts it beside Socket, as marshal-egress.sock.
+	EgressSocket string
+
+	// egressAddressGiven says EgressAddress was asked for, not defaulted:
+	// then it must be had.
+	egressAddressGiven bool
 
 	// pressureSampler, when set, replaces the host's signals under the
 	// host pressure monitor: how tests inject pressure.
@@ -73,7 +83,8 @@ const (
 // DefaultConfig returns the defaults of the mode that euid implies, from
 // the XDG directories in the environment in user mode.
 func DefaultConfig(euid int, getenv func(string) string) (Config, error) {
-	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second, Pressure: PressureHost}
+	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second, Pressure: PressureHost,
+		EgressAddress: DefaultEgressAddress(euid)}
 	if euid == 0 {
 		c.Mode = ModeSystem
 		c.ConfigDir = "/etc/marshal/manifests.d"
@@ -147,7 +158,13 @@ func (c Config) journalFile() string { return filepath.Join(c.StateDir, "admissi
 // absolute makes the directories absolute, so a later chdir or a relative
 // path in messages cannot mislead.
 func (c *Config) absolute() error {
-	for _, p := range []*string{&c.ConfigDir, &c.StateDir, &c.Socket} {
+	if c.EgressSocket == "" {
+		c.EgressSocket = defaultEgressSocket(c.Socket)
+	}
+	for _, p := range []*string{&c.ConfigDir, &c.StateDir, &c.Socket, &c.EgressSocket} {
+		if *p == EgressOff {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return err

@@ -44,6 +44,7 @@ type Daemon struct {
 	recorder  *events.Recorder
 	backend   cgroup.Backend
 	launcher  *launch.Launcher
+	egress    *egressProxy
 	stores    *controllers.Stores
 	source    *source.Source
 	manager   *controllers.Manager
@@ -143,10 +144,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err := d.newMetrics(queues); err != nil {
 		return nil, err
 	}
+	if err := d.newEgress(mount); err != nil {
+		return nil, err
+	}
 	if err := d.newLauncher(mount); err != nil {
 		return nil, err
 	}
 	launches.l = d.launcher
+	d.egress.launches.l = d.launcher
 	opts := apiserver.Options{Logger: log, Metrics: d.metrics.Handler()}
 	if cfg.AllowGID >= 0 {
 		gid := uint32(cfg.AllowGID)
@@ -194,7 +199,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	errs := make(chan error, 16)
 	start := func(name string, fn func(context.Context) error) {
 		wg.Go(func() {
 			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -227,6 +232,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 		return d.manager.Start(ctx)
 	})
 	start("api", func(ctx context.Context) error { return d.server.Serve(ctx, ln) })
+	start("egress", d.runEgress)
 	wg.Go(func() { d.notifyReady(ctx) })
 
 	<-ctx.Done()
@@ -284,6 +290,9 @@ func (d *Daemon) info() localapi.Info {
 	}
 	if d.backend.Name() == "cgroupfs" {
 		info.CgroupRoot = d.cfg.CgroupRoot
+	}
+	if e := d.egress.info; e != (localapi.EgressInfo{}) {
+		info.Egress = &e
 	}
 	for _, e := range st.Errors {
 		info.Source.Errors = append(info.Source.Errors, localapi.ManifestError{

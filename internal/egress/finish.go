@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
 // newRecord starts the record of a request on c.
@@ -41,7 +43,7 @@ func (p *Proxy) finish(c *conn, rec *Record) {
 	} else if rec.PID != 0 {
 		rec.Command = command(rec.PID)
 	}
-	rec.Duration = Milliseconds(p.opts.Clock.Since(rec.Time))
+	rec.Duration = localapi.Milliseconds(p.opts.Clock.Since(rec.Time))
 	if p.opts.Audit != nil {
 		p.opts.Audit.Audit(rec)
 	}

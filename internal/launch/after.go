@@ -11,13 +11,23 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup"
 )
 
-// Info is what the Launcher knows of a launch, for the controllers.
+// Info is what the Launcher knows of a launch, for the controllers and
+// the egress proxy.
 type Info struct {
+	// ID is the scope's 32 hex digits.
+	ID        string
+	Profile   string
 	Workspace string
 	// Attempt is the attempt bound to the scope, "" when unaccounted.
 	Attempt string
 	// PID is the launched process.
 	PID int
+	// Path is the scope's cgroup2 path, "" until the scope exists.
+	Path string
+}
+
+func (st *launchState) info() Info {
+	return Info{ID: st.rec.ID, Profile: st.rec.Profile, Workspace: st.rec.Workspace, Attempt: st.rec.Attempt, PID: st.rec.PID, Path: st.path}
 }
 
 // Info returns what is known of the launch whose scope has ID id, and
@@ -29,7 +39,18 @@ func (l *Launcher) Info(id string) (Info, bool) {
 	if st == nil {
 		return Info{}, false
 	}
-	return Info{Workspace: st.rec.Workspace, Attempt: st.rec.Attempt, PID: st.rec.PID}, true
+	return st.info(), true
+}
+
+// Launches returns what is known of every launch recorded, in no order.
+func (l *Launcher) Launches() []Info {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Info, 0, len(l.launches))
+	for _, st := range l.launches {
+		out = append(out, st.info())
+	}
+	return out
 }
 
 // Settle reports whether the launch of scope sc is over: its scope read

@@ -51,7 +51,11 @@ func (l *Launcher) Explain(req Request) (Explanation, error) {
 	case !ready:
 		return Explanation{}, &Refusal{Code: CodeWorkspaceNotReady, Detail: detailNotReady, State: StateNotAsked, cause: ErrNotAuthorized}
 	}
-	x, ref := resolve(w, req)
+	env, ref := l.envOf(w.Spec.Profile)
+	if ref != nil {
+		return Explanation{}, ref
+	}
+	x, ref := resolve(w, req, env)
 	if ref != nil {
 		return Explanation{}, ref
 	}

@@ -53,6 +53,8 @@ type harness struct {
 	// wrap, when set before start, wraps the authority the Launcher
 	// talks to, to inject a fault.
 	wrap func(Authority) Authority
+	// profileEnv, when set before start, is the Launcher's ProfileEnv.
+	profileEnv func(string) (map[string]string, bool)
 	// self, when set before start, is the process the Launcher registers
 	// as, standing for the daemon; the test process by default.
 	self *exec.Cmd
@@ -207,7 +209,7 @@ func (h *harness) start() *Launcher {
 	l, err := New(Options{
 		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
 		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.clock,
-		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(),
+		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), ProfileEnv: h.profileEnv,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -224,7 +224,7 @@ func (pe *PreparedExecution) sameExecution(req Request) *Refusal {
 	if req.Workspace != pe.x.Workspace {
 		return mismatch(ErrDigestMismatch)
 	}
-	again, ref := resolve(pe.w, req)
+	again, ref := resolve(pe.w, req, pe.env)
 	if ref != nil {
 		return mismatch(fmt.Errorf("%w: %w", ErrDigestMismatch, ref))
 	}

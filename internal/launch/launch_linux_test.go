@@ -53,8 +53,13 @@ func TestLaunchPutsTheCallerInItsScope(t *testing.T) {
 		if want := planLimits(*r.Plan, r.Intent.Requested); !applied.Satisfies(want) {
 			t.Errorf("scope limits %+v, want %+v", applied.Limits, want)
 		}
-		if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" || info.Attempt != plan.Attempt {
-			t.Errorf("Info = %+v, %v; want workspace web and the attempt", info, ok)
+		info, ok := h.l.Info(plan.ID)
+		if !ok || info.Workspace != "web" || info.Attempt != plan.Attempt || info.ID != plan.ID ||
+			info.Profile != "coder" || !strings.HasSuffix(info.Path, "/"+plan.Scope) {
+			t.Errorf("Info = %+v, %v; want workspace web, profile coder, the attempt and the scope's path", info, ok)
+		}
+		if all := h.l.Launches(); len(all) != 1 || all[0] != info {
+			t.Errorf("Launches = %+v, want the one launch", all)
 		}
 		if held, reserved := h.l.Slots().Held("web"), h.l.Reserved("web"); held != 1 || reserved != 0 {
 			t.Errorf("slots held %d, reserved %d; want 1 filled", held, reserved)
@@ -556,5 +561,38 @@ func TestLaunchAtOnceMakesTwoRequests(t *testing.T) {
 	h.settle(plan)
 	if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseReleased {
 		t.Errorf("attempt after the caller exited = %s, want released", r.Phase)
+	}
+}
+
+// A profile's environment (the egress proxy's) reaches the plan, is part
+// of the digest, and a profile that needs what cannot be given is refused
+// before anything is asked.
+func TestProfileEnvReachesThePlan(t *testing.T) {
+	h := newHarness(t)
+	h.workspace("web", v1alpha1.ParticipationNone, 2)
+	proxy := map[string]string{"HTTPS_PROXY": "http://127.0.0.1:4750", "NO_PROXY": ""}
+	listening := true
+	h.profileEnv = func(profile string) (map[string]string, bool) {
+		if profile != "coder" {
+			t.Errorf("ProfileEnv(%q), want coder", profile)
+		}
+		return proxy, listening
+	}
+	h.start()
+	_, p := h.caller()
+	pe, err := h.l.Prepare(t.Context(), h.request("web"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := pe.Execution(); x.Changes["HTTPS_PROXY"] != proxy["HTTPS_PROXY"] || !slices.Contains(x.Env, "NO_PROXY=") {
+		t.Errorf("execution changes %v, env %v: want the proxy", x.Changes, x.Env)
+	}
+	pe.Cancel(t.Context())
+
+	listening = false
+	_, p = h.caller()
+	_, err = h.l.Prepare(t.Context(), h.request("web"), p)
+	if r := refusal(t, err, CodeInternal, StateNotAsked); r.Detail != detailNoEgressProxy {
+		t.Errorf("detail = %q, want %q", r.Detail, detailNoEgressProxy)
 	}
 }

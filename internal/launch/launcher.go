@@ -123,6 +123,12 @@ type Options struct {
 	// OnWorkspace, when set, is called with a workspace whose slot counts
 	// changed.
 	OnWorkspace func(workspace string)
+	// ProfileEnv, when set, returns the environment every execution of
+	// profile gets over the workspace's exec.env (the egress proxy's
+	// variables, for a profile that declares egress), part of the
+	// execution's meaning; ok false refuses the launch: the profile needs
+	// what cannot be given now.
+	ProfileEnv func(profile string) (env map[string]string, ok bool)
 	// Logger receives what goes wrong in the background; discarded by
 	// default.
 	Logger *slog.Logger
@@ -143,6 +149,7 @@ type Launcher struct {
 	self       admission.Peer
 	timeout    time.Duration
 	onScope    func(string)
+	profileEnv func(string) (map[string]string, bool)
 	log        *slog.Logger
 	bootID     string
 	slots      *Slots
@@ -200,6 +207,7 @@ func New(opts Options) (*Launcher, error) {
 		self:       opts.Self,
 		timeout:    opts.AuthorityTimeout,
 		onScope:    opts.OnScope,
+		profileEnv: opts.ProfileEnv,
 		log:        opts.Logger,
 		slots:      NewSlots(opts.OnWorkspace),
 		ready:      make(chan struct{}),
@@ -466,6 +474,19 @@ func (l *Launcher) observeLaunch(result string, since time.Time) {
 	if l.metrics != nil {
 		l.metrics.ObserveLaunch(result, l.clock.Since(since))
 	}
+}
+
+// envOf returns the environment profile gives every execution, and a
+// refusal when it cannot be given.
+func (l *Launcher) envOf(profile string) (map[string]string, *Refusal) {
+	if l.profileEnv == nil {
+		return nil, nil
+	}
+	env, ok := l.profileEnv(profile)
+	if !ok {
+		return nil, &Refusal{Code: CodeInternal, Detail: detailNoEgressProxy, State: StateNotAsked, cause: ErrNotAuthorized}
+	}
+	return env, nil
 }
 
 func (l *Launcher) notify(scope string) {

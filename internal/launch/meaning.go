@@ -62,9 +62,11 @@ type Execution struct {
 	Intent admission.Intent
 }
 
-// resolve checks req against w's policy and resolves it. It returns a
-// refusal (State not_asked) when the policy does not allow it.
-func resolve(w *v1alpha1.Workspace, req Request) (Execution, *Refusal) {
+// resolve checks req against w's policy and resolves it, with profileEnv
+// (the environment its profile gives every execution) over the
+// workspace's exec.env. It returns a refusal (State not_asked) when the
+// policy does not allow it.
+func resolve(w *v1alpha1.Workspace, req Request, profileEnv map[string]string) (Execution, *Refusal) {
 	refuse := func(code Code, detail string) (Execution, *Refusal) {
 		return Execution{}, &Refusal{Code: code, Detail: detail, State: StateNotAsked, cause: ErrNotAuthorized}
 	}
@@ -105,6 +107,7 @@ func resolve(w *v1alpha1.Workspace, req Request) (Execution, *Refusal) {
 	if x.Changes == nil {
 		x.Changes = map[string]string{}
 	}
+	maps.Copy(x.Changes, profileEnv)
 	x.Changes[EnvWorkspace] = x.Workspace
 	x.Changes[EnvProfile] = x.Profile
 	x.Changes[EnvNetwork] = string(x.Network)

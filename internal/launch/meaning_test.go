@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,9 +109,9 @@ func TestDigestCoversTheMeaning(t *testing.T) {
 	w.Spec.Resources = &v1alpha1.ResourcesSpec{Participation: v1alpha1.ParticipationRequired}
 	w.Default()
 	base := Request{Workspace: "web", Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin", "HOME=/a"}}
-	digest := func(w *v1alpha1.Workspace, r Request) string {
+	digest := func(w *v1alpha1.Workspace, r Request, env map[string]string) string {
 		t.Helper()
-		x, ref := resolve(w, r)
+		x, ref := resolve(w, r, env)
 		if ref != nil {
 			t.Fatal(ref)
 		}
@@ -120,32 +121,34 @@ func TestDigestCoversTheMeaning(t *testing.T) {
 		}
 		return d
 	}
-	d0 := digest(w, base)
+	d0 := digest(w, base, nil)
 	same := base
 	same.Env = []string{"PATH=/usr/bin:/bin", "HOME=/b", "OTHER=1"}
-	if digest(w, same) != d0 {
+	if digest(w, same, nil) != d0 {
 		t.Error("the caller's own environment changed the digest")
 	}
 	tests := []struct {
 		name   string
 		mutate func(*v1alpha1.Workspace, *Request)
+		env    map[string]string
 	}{
-		{"argv", func(_ *v1alpha1.Workspace, r *Request) { r.Argv = []string{"true", "x"} }},
-		{"terminal", func(_ *v1alpha1.Workspace, r *Request) { r.TTY = true }},
-		{"timeout", func(_ *v1alpha1.Workspace, r *Request) { r.Timeout = time.Second }},
+		{"profile_env", func(*v1alpha1.Workspace, *Request) {}, map[string]string{"HTTPS_PROXY": "http://127.0.0.1:1"}},
+		{"argv", func(_ *v1alpha1.Workspace, r *Request) { r.Argv = []string{"true", "x"} }, nil},
+		{"terminal", func(_ *v1alpha1.Workspace, r *Request) { r.TTY = true }, nil},
+		{"timeout", func(_ *v1alpha1.Workspace, r *Request) { r.Timeout = time.Second }, nil},
 		// /bin/true and /usr/bin/true are one file on a merged /usr, and
 		// two executables all the same: the path is what is covered.
-		{"executable", func(_ *v1alpha1.Workspace, r *Request) { r.Env = []string{"PATH=/bin:/usr/bin"} }},
-		{"exec_env", func(w *v1alpha1.Workspace, _ *Request) { w.Spec.Exec.Env = map[string]string{"K": "v"} }},
-		{"network", func(w *v1alpha1.Workspace, _ *Request) { w.Spec.Network.Policy = "other" }},
-		{"request", func(w *v1alpha1.Workspace, _ *Request) { *w.Spec.Resources.Request.Tasks = 7 }},
+		{"executable", func(_ *v1alpha1.Workspace, r *Request) { r.Env = []string{"PATH=/bin:/usr/bin"} }, nil},
+		{"exec_env", func(w *v1alpha1.Workspace, _ *Request) { w.Spec.Exec.Env = map[string]string{"K": "v"} }, nil},
+		{"network", func(w *v1alpha1.Workspace, _ *Request) { w.Spec.Network.Policy = "other" }, nil},
+		{"request", func(w *v1alpha1.Workspace, _ *Request) { *w.Spec.Resources.Request.Tasks = 7 }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w2 := w.DeepCopy()
 			r := base
 			tc.mutate(w2, &r)
-			if digest(w2, r) == d0 {
+			if digest(w2, r, tc.env) == d0 {
 				t.Errorf("changing the %s kept the digest", tc.name)
 			}
 		})
@@ -156,8 +159,29 @@ func TestResolveRefusesNonUTF8Argv(t *testing.T) {
 	w := v1alpha1.New(v1alpha1.KindWorkspace).(*v1alpha1.Workspace)
 	w.Metadata.Name, w.Spec.Root, w.Spec.Profile = "web", t.TempDir(), "coder"
 	w.Default()
-	_, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true", "\xff"}, Env: []string{"PATH=/usr/bin"}})
+	_, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true", "\xff"}, Env: []string{"PATH=/usr/bin"}}, nil)
 	if ref == nil || ref.Code != CodeExecNotAllowed || ref.Detail != detailNotUTF8 {
 		t.Fatalf("resolve = %v, want EXEC_NOT_ALLOWED %q", ref, detailNotUTF8)
+	}
+}
+
+func TestProfileEnvOverridesTheWorkspaces(t *testing.T) {
+	w := v1alpha1.New(v1alpha1.KindWorkspace).(*v1alpha1.Workspace)
+	w.Metadata.Name, w.Spec.Root, w.Spec.Profile = "web", t.TempDir(), "coder"
+	w.Spec.Exec.Env = map[string]string{"HTTPS_PROXY": "http://elsewhere:1", "CI": "1"}
+	w.Default()
+	env := map[string]string{"HTTPS_PROXY": "http://127.0.0.1:4750", "NO_PROXY": ""}
+	x, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true"},
+		Env: []string{"PATH=/usr/bin:/bin", "NO_PROXY=localhost", "HTTPS_PROXY=http://caller:1"}}, env)
+	if ref != nil {
+		t.Fatal(ref)
+	}
+	got := strings.Join(x.Env, " ")
+	want := "PATH=/usr/bin:/bin NO_PROXY= HTTPS_PROXY=http://127.0.0.1:4750 CI=1"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("Env = %q, want it to start %q", got, want)
+	}
+	if x.Changes["HTTPS_PROXY"] != "http://127.0.0.1:4750" || x.Changes["NO_PROXY"] != "" {
+		t.Errorf("Changes = %v, want the profile's proxy", x.Changes)
 	}
 }

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,8 +186,8 @@ func TestRestartRearmsTheTimeout(t *testing.T) {
 	req.Timeout = time.Minute
 	c, plan := h.launch(req)
 	h.restart()
-	if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" {
-		t.Fatalf("Info after restart = %+v, %v", info, ok)
+	if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" || !strings.HasSuffix(info.Path, "/"+plan.Scope) {
+		t.Fatalf("Info after restart = %+v, %v; want the workspace and the scope's path", info, ok)
 	}
 	h.clock.Step(time.Minute)
 	select {

@@ -79,6 +79,7 @@ const (
 	detailNotRunning       = "launcher not running"
 	detailAttemptConflict  = "attempt conflict"
 	detailNoPermit         = "launch not begun"
+	detailNoEgressProxy    = "egress proxy not listening"
 )
 
 // Refusal is a launch refused before anything was started: the error

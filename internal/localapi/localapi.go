@@ -85,6 +85,8 @@ type Info struct {
 	// Ready is set once the config dir's first load is reconciled.
 	Ready  bool         `json:"ready"`
 	Source SourceStatus `json:"source"`
+	// Egress says where the egress proxy listens, when it runs.
+	Egress *EgressInfo `json:"egress,omitempty"`
 }
 
 // SourceStatus is what the manifest source sees.

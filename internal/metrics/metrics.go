@@ -39,6 +39,7 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	launch  *launchMetrics
+	egress  *egressMetrics
 }
 
 // New returns the metrics of what opts name. It returns ErrInvalidOptions
@@ -59,7 +60,7 @@ func New(opts Options) (*Metrics, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	m := &Metrics{reg: prometheus.NewRegistry(), launch: newLaunchMetrics()}
+	m := &Metrics{reg: prometheus.NewRegistry(), launch: newLaunchMetrics(), egress: newEgressMetrics()}
 	v := version.Get()
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
@@ -73,6 +74,7 @@ func New(opts Options) (*Metrics, error) {
 		m.launch.admissions,
 		m.launch.launches,
 	}
+	cs = append(cs, m.egress.collectors()...)
 	if opts.Workqueue != nil {
 		cs = append(cs, opts.Workqueue)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -82,6 +83,8 @@ func everything(t *testing.T) (*Metrics, scrape) {
 	}
 	m.ObserveAdmission("prepared")
 	m.ObserveLaunch("started", 0)
+	m.ObserveEgress("coder", "allow", 40*time.Microsecond)
+	m.AddEgressBytes("coder", 10, 20)
 	return m, get(t, server(t, m))
 }
 
@@ -109,7 +112,9 @@ func TestNamesFollowConventions(t *testing.T) {
 		"marshal_config_files", "marshal_config_held", "marshal_config_load_errors",
 		"marshal_controller_active_workers", "marshal_controller_reconcile_duration_seconds",
 		"marshal_controller_reconcile_errors_total", "marshal_controller_reconciles_total",
-		"marshal_controller_requeues_total", "marshal_declared_objects", "marshal_launch_duration_seconds",
+		"marshal_controller_requeues_total", "marshal_declared_objects",
+		"marshal_egress_bytes_total", "marshal_egress_connections_total", "marshal_egress_decision_seconds",
+		"marshal_launch_duration_seconds",
 		"marshal_workqueue_adds_total", "marshal_workqueue_depth", "marshal_workqueue_longest_running_processor_seconds",
 		"marshal_workqueue_queue_duration_seconds", "marshal_workqueue_retries_total",
 		"marshal_workqueue_unfinished_work_seconds", "marshal_workqueue_work_duration_seconds",
@@ -181,5 +186,20 @@ func TestServedOnUnixSocket(t *testing.T) {
 	}
 	if _, ok := fams["marshal_controller_reconciles_total"]; !ok {
 		t.Errorf("the socket's /metrics has no marshal_controller_reconciles_total")
+	}
+}
+
+func TestEgressCountsPerProfileAndVerdict(t *testing.T) {
+	_, s := everything(t)
+	if c := s.find("marshal_egress_connections_total", "profile", "coder", "verdict", "allow"); c == nil || c.GetCounter().GetValue() != 1 {
+		t.Errorf("marshal_egress_connections_total{coder,allow} = %v, want 1", c)
+	}
+	for dir, want := range map[string]float64{"out": 10, "in": 20} {
+		if c := s.find("marshal_egress_bytes_total", "profile", "coder", "direction", dir); c == nil || c.GetCounter().GetValue() != want {
+			t.Errorf("marshal_egress_bytes_total{coder,%s} = %v, want %v", dir, c, want)
+		}
+	}
+	if h := s["marshal_egress_decision_seconds"]; h == nil || h.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("marshal_egress_decision_seconds = %v, want one sample", h)
 	}
 }

@@ -89,6 +89,7 @@ var commands = []struct {
 	{"get", newGetCmd},
 	{"describe", newDescribeCmd},
 	{"events", newEventsCmd},
+	{"egress", newEgressCmd},
 	{"apply", newApplyCmd},
 	{"diff", newDiffCmd},
 	{"delete", newDeleteCmd},

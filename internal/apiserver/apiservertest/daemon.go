@@ -40,6 +40,9 @@ type Daemon struct {
 	run     RunFunc
 	explain ExplainFunc
 	backup  []byte
+	egress  [][]byte
+	egMore  chan struct{} // closed at the next egress record
+	noProxy bool
 }
 
 // RunFunc answers a run in place of the launch path: a plan, or an error
@@ -58,7 +61,28 @@ func NewDaemon() *Daemon {
 		changed: map[string]*apiserver.ChangeLog{},
 		unnamed: map[string]bool{},
 		evMore:  make(chan struct{}),
+		egMore:  make(chan struct{}),
 	}
+}
+
+// AddEgress appends rec to the egress audit log and wakes its followers.
+func (d *Daemon) AddEgress(rec localapi.EgressRecord) {
+	line, err := json.Marshal(rec)
+	if err != nil {
+		panic(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.egress = append(d.egress, line)
+	close(d.egMore)
+	d.egMore = make(chan struct{})
+}
+
+// NoEgressProxy makes EgressLog answer that the proxy does not run.
+func (d *Daemon) NoEgressProxy() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.noProxy = true
 }
 
 // SetInfo sets what Info answers.
@@ -223,6 +247,41 @@ func (d *Daemon) Get(ctx context.Context, kind, name string) (any, error) {
 		return nil, fmt.Errorf("%s %q: %w", kind, name, apiserver.ErrNotFound)
 	}
 	return obj, nil
+}
+
+// EgressLog reads the records AddEgress added, then follows.
+func (d *Daemon) EgressLog(ctx context.Context, follow bool, fn func([]byte) error, caughtUp func() error) error {
+	d.mu.Lock()
+	if d.noProxy {
+		d.mu.Unlock()
+		return fmt.Errorf("the egress proxy does not run: %w", apiserver.ErrNotSupported)
+	}
+	d.mu.Unlock()
+	next := 0
+	for first := true; ; first = false {
+		d.mu.Lock()
+		lines, more := d.egress[next:], d.egMore
+		next = len(d.egress)
+		d.mu.Unlock()
+		for _, line := range lines {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+		if first {
+			if err := caughtUp(); err != nil {
+				return err
+			}
+		}
+		if !follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-more:
+		}
+	}
 }
 
 // Events returns the events after seq after, about obj unless it is zero.

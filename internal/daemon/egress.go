@@ -1,0 +1,201 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/controllers"
+	"github.com/marshal-dev/marshal/internal/apiserver"
+	"github.com/marshal-dev/marshal/internal/egress"
+	"github.com/marshal-dev/marshal/internal/launch"
+	"github.com/marshal-dev/marshal/internal/localapi"
+)
+
+// EgressOff turns a listener of the egress proxy off.
+const EgressOff = "off"
+
+// defaultEgressPort is the egress proxy's port in system mode; a user's
+// marshald adds 1 + uid % 10000, so that users' daemons do not meet. The
+// address is stable across restarts: running agents keep the environment
+// they were started with.
+const defaultEgressPort = 4750
+
+// DefaultEgressAddress is where the egress proxy of a marshald of euid
+// listens by default.
+func DefaultEgressAddress(euid int) string {
+	port := defaultEgressPort
+	if euid != 0 {
+		port += 1 + euid%10000
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// defaultEgressSocket is the egress proxy's unix socket beside the local
+// API's.
+func defaultEgressSocket(apiSocket string) string {
+	return filepath.Join(filepath.Dir(apiSocket), "marshal-egress.sock")
+}
+
+// egressProxy is marshald's egress proxy, its listeners and its audit
+// log.
+type egressProxy struct {
+	proxy    *egress.Proxy
+	log      *egress.Log
+	launches *egressLaunches
+	tcp, uds net.Listener
+	info     localapi.EgressInfo
+	// vars is the environment of launches of a profile that declares
+	// egress; nil when the proxy does not listen on TCP.
+	vars map[string]string
+}
+
+// newEgress opens the audit log and the listeners and makes the proxy; the
+// launcher is bound to it once it exists. A default TCP address that is
+// taken is logged and left off, and launches of profiles that declare
+// egress are refused; an address given by flag must be had.
+func (d *Daemon) newEgress(mount string) error {
+	e := &egressProxy{launches: &egressLaunches{}}
+	var err error
+	if e.log, err = egress.OpenLog(filepath.Join(d.cfg.StateDir, "egress"), egress.LogOptions{Logger: d.log}); err != nil {
+		return err
+	}
+	d.closers = append(d.closers, e.log.Close)
+	if addr := d.cfg.EgressAddress; addr != EgressOff {
+		e.tcp, err = egress.ListenTCP(addr)
+		switch {
+		case err == nil:
+			d.closers = append(d.closers, e.tcp.Close)
+			e.info.Address = e.tcp.Addr().String()
+			e.vars = proxyVars(e.info.Address)
+		case d.cfg.egressAddressGiven:
+			return fmt.Errorf("--egress-address: %w", err)
+		default:
+			d.log.Error("the egress proxy does not listen on TCP; launches of profiles that declare egress are refused (choose an address with --egress-address)",
+				"err", err)
+		}
+	}
+	if path := d.cfg.EgressSocket; path != EgressOff {
+		if d.cfg.AllowGID >= 0 {
+			e.uds, err = apiserver.ListenGroup(path, d.cfg.AllowGID)
+		} else {
+			e.uds, err = apiserver.Listen(path)
+		}
+		if err != nil {
+			return fmt.Errorf("egress socket %s: %w", path, err)
+		}
+		d.closers = append(d.closers, e.uds.Close)
+		e.info.Socket = path
+	}
+	e.proxy, err = egress.New(egress.Options{
+		Launches: e.launches, Policies: egressPolicies{d.stores}, CgroupMount: mount,
+		Audit: e.log, Events: d.recorder, Metrics: d.metrics, Logger: d.log.With("component", "egress"),
+	})
+	if err != nil {
+		return err
+	}
+	d.egress = e
+	return nil
+}
+
+// proxyVars is the environment that points a launch's tools at the
+// proxy at addr: HTTP(S) through it, everything else through SOCKS5
+// with names resolved by the proxy, and nothing exempt. Both spellings
+// are set, since tools differ in which they read, and so that a caller's
+// own no_proxy is not inherited.
+func proxyVars(addr string) map[string]string {
+	http, socks := "http://"+addr, "socks5h://"+addr
+	return map[string]string{
+		"HTTP_PROXY": http, "http_proxy": http,
+		"HTTPS_PROXY": http, "https_proxy": http,
+		"ALL_PROXY": socks, "all_proxy": socks,
+		"NO_PROXY": "", "no_proxy": "",
+	}
+}
+
+// env is the launcher's ProfileEnv: the proxy's variables for a profile
+// that declares egress, and a refusal when the proxy cannot be offered.
+func (e *egressProxy) env(stores *controllers.Stores) func(string) (map[string]string, bool) {
+	return func(profile string) (map[string]string, bool) {
+		if spec, _, ok := (egressPolicies{stores}).Egress(profile); !ok || spec == nil {
+			return nil, true
+		}
+		return e.vars, e.vars != nil
+	}
+}
+
+// run serves the proxy once the config dir is declared and the launches
+// of an earlier run are recovered, so that a running agent's first
+// connection after a restart is decided on its own rules; until then
+// connections wait in the listeners' backlog.
+func (d *Daemon) runEgress(ctx context.Context) error {
+	select {
+	case <-d.source.Synced():
+	case <-ctx.Done():
+		return nil
+	}
+	if !d.waitLauncher(ctx) {
+		return nil
+	}
+	var lns []net.Listener
+	for _, ln := range []net.Listener{d.egress.tcp, d.egress.uds} {
+		if ln != nil {
+			lns = append(lns, ln)
+		}
+	}
+	return d.egress.proxy.Run(ctx, lns...)
+}
+
+// EgressLog reads the audit log.
+func (v *view) EgressLog(ctx context.Context, follow bool, fn func([]byte) error, caughtUp func() error) error {
+	return v.d.egress.log.Read(ctx, follow, fn, caughtUp)
+}
+
+// egressLaunches is the launcher's record as the proxy reads it; l is
+// bound once the launcher exists, before anything runs.
+type egressLaunches struct{ l *launch.Launcher }
+
+func launchOf(i launch.Info) egress.Launch {
+	return egress.Launch{ID: i.ID, Profile: i.Profile, Workspace: i.Workspace, Attempt: i.Attempt, Path: i.Path}
+}
+
+func (x *egressLaunches) Launch(id string) (egress.Launch, bool) {
+	i, ok := x.l.Info(id)
+	return launchOf(i), ok
+}
+
+func (x *egressLaunches) Launches() []egress.Launch {
+	infos := x.l.Launches()
+	out := make([]egress.Launch, len(infos))
+	for i, info := range infos {
+		out[i] = launchOf(info)
+	}
+	return out
+}
+
+// egressPolicies reads the declared profiles' egress and the Host's.
+type egressPolicies struct{ s *controllers.Stores }
+
+func (p egressPolicies) Egress(profile string) (*v1alpha1.EgressSpec, int64, bool) {
+	obj, ok := p.s.Desired.Get(controllers.ProfileKey(profile))
+	if !ok {
+		return nil, 0, false
+	}
+	prof, ok := obj.(*v1alpha1.Profile)
+	if !ok {
+		return nil, 0, false
+	}
+	return prof.Spec.Egress, prof.Metadata.Generation, true
+}
+
+func (p egressPolicies) Unscoped() v1alpha1.EgressAction {
+	for _, obj := range p.s.Desired.List(v1alpha1.KindHost) {
+		if h, ok := obj.(*v1alpha1.Host); ok && h.Spec.Egress != nil {
+			return h.Spec.Egress.Unscoped
+		}
+	}
+	return ""
+}

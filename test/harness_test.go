@@ -26,6 +26,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(clientEnv); mode != "" {
+		os.Exit(runClient(mode))
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

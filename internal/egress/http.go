@@ -135,15 +135,17 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect || r.URL.IsAbs() {
 			rec.Error = ErrorBadHost
 		}
-		refuse(w, http.StatusBadRequest, err.Error(), nil)
 		p.finish(c, rec)
+		refuse(w, http.StatusBadRequest, err.Error(), nil)
 		return
 	}
 	rec.Host, rec.Port = t.host, t.port
 	addrs := p.decide(r.Context(), c, t, rec)
 	if rec.Verdict != VerdictAllow {
-		p.refuseHTTP(w, rec, t)
+		// Audited before it is answered: a client told no finds it in
+		// the log already.
 		p.finish(c, rec)
+		p.refuseHTTP(w, rec, t)
 		return
 	}
 	nc := p.dial(r.Context(), addrs, t, rec)
@@ -152,8 +154,8 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		if rec.Error == ErrorTimeout {
 			status = http.StatusGatewayTimeout
 		}
-		refuse(w, status, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), nil)
 		p.finish(c, rec)
+		refuse(w, status, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), nil)
 		return
 	}
 	if t.protocol == ProtocolConnect {

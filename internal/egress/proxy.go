@@ -384,8 +384,8 @@ func (p *Proxy) refuseFull(c *conn) {
 		}
 	}
 	rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
-	writeStatus(c, http.StatusServiceUnavailable, "too many connections from this peer", nil)
 	p.finish(c, rec)
+	writeStatus(c, http.StatusServiceUnavailable, "too many connections from this peer", nil)
 	c.Close()
 }
 

@@ -155,55 +155,45 @@ func socksReply(w io.Writer, reply byte, bound netip.AddrPort) error {
 func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 	rec := p.newRecord(c, ProtocolSOCKS5)
 	req, err := readSOCKS(c.Conn, c.Conn)
-	if err != nil {
-		var se *socksError
-		if errors.As(err, &se) {
-			rec.Host, rec.Port = req.host, req.port
-			if se.reply != 0 {
-				socksReply(c.Conn, se.reply, netip.AddrPort{})
-			}
-			rec.Verdict, rec.Error = VerdictError, ErrorBadRequest
-			if se.reply == socksCommandNotSupported {
-				rec.Error = ErrorUnsupported
-			}
-			p.finish(c, rec)
+	var se *socksError
+	switch {
+	case errors.As(err, &se):
+		rec.Host, rec.Port = req.host, req.port
+		rec.Verdict, rec.Error = VerdictError, ErrorBadRequest
+		if se.reply == socksCommandNotSupported {
+			rec.Error = ErrorUnsupported
 		}
-		c.Close()
+		p.refuseSOCKS(c, rec, se.reply)
+		return
+	case err != nil:
+		c.Close() // cut short: nothing to answer
 		return
 	}
 	rec.Host, rec.Port = req.host, req.port
 	if full {
-		socksReply(c.Conn, socksGeneralFailure, netip.AddrPort{})
 		rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
-		p.finish(c, rec)
-		c.Close()
+		p.refuseSOCKS(c, rec, socksGeneralFailure)
 		return
 	}
 	t, err := newTarget(ProtocolSOCKS5, req.host, req.port)
 	if err != nil {
-		socksReply(c.Conn, socksHostUnreachable, netip.AddrPort{})
 		rec.Verdict, rec.Error = VerdictError, ErrorBadHost
-		p.finish(c, rec)
-		c.Close()
+		p.refuseSOCKS(c, rec, socksHostUnreachable)
 		return
 	}
 	rec.Host = t.host
 	addrs := p.decide(ctx, c, t, rec)
-	if rec.Verdict != VerdictAllow {
-		reply := byte(socksNotAllowed)
-		if rec.Verdict == VerdictError {
-			reply = socksHostUnreachable
-		}
-		socksReply(c.Conn, reply, netip.AddrPort{})
-		p.finish(c, rec)
-		c.Close()
+	switch rec.Verdict {
+	case VerdictError:
+		p.refuseSOCKS(c, rec, socksHostUnreachable)
+		return
+	case VerdictDeny:
+		p.refuseSOCKS(c, rec, socksNotAllowed)
 		return
 	}
 	up := p.dial(ctx, addrs, t, rec)
 	if up == nil {
-		socksReply(c.Conn, socksDialReply(rec.Error), netip.AddrPort{})
-		p.finish(c, rec)
-		c.Close()
+		p.refuseSOCKS(c, rec, socksDialReply(rec.Error))
 		return
 	}
 	var bound netip.AddrPort
@@ -219,6 +209,16 @@ func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 	c.SetReadDeadline(time.Time{})
 	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, nil, rec.Profile)
 	p.finish(c, rec)
+}
+
+// refuseSOCKS audits rec, answers with reply (none when 0) and closes c:
+// a client told no finds it in the log already.
+func (p *Proxy) refuseSOCKS(c *conn, rec *Record, reply byte) {
+	p.finish(c, rec)
+	if reply != 0 {
+		socksReply(c.Conn, reply, netip.AddrPort{})
+	}
+	c.Close()
 }
 
 // socksDialReply is the reply to a dial that failed with errName.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/marshal-dev/marshal/internal/inotify"
 )
 
 // TreeWatcherForTest drives the watcher behind WatchTree one step at a
@@ -30,7 +32,7 @@ func (t *TreeWatcherForTest) Overflow() error {
 	buf := make([]byte, unix.SizeofInotifyEvent)
 	binary.NativeEndian.PutUint32(buf[0:4], ^uint32(0)) // wd -1
 	binary.NativeEndian.PutUint32(buf[4:8], unix.IN_Q_OVERFLOW)
-	return decodeInotify(buf, t.w.handle)
+	return inotify.Decode(buf, t.w.handle)
 }
 
 // Close stops watching.

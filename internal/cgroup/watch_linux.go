@@ -1,9 +1,7 @@
 package cgroup
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/marshal-dev/marshal/internal/inotify"
 )
 
 // Inotify masks of the kinds of watch a tree watcher holds.
@@ -66,13 +65,13 @@ func WatchTree(ctx context.Context, mount, dir string, fn func(Event)) error {
 	if err := w.relist(true); err != nil {
 		return err
 	}
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, inotify.BufferSize)
 	for {
-		n, err := w.in.read(ctx, buf)
+		n, err := w.in.ReadContext(ctx, buf)
 		if err != nil {
 			return err
 		}
-		err = decodeInotify(buf[:n], func(ev inotifyEvent) error {
+		err = inotify.Decode(buf[:n], func(ev inotify.Event) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -89,12 +88,12 @@ func WatchTree(ctx context.Context, mount, dir string, fn func(Event)) error {
 // what it read last. It returns ctx.Err() when ctx ends first, and an error
 // wrapping ErrNotFound when the group does not exist or is removed.
 func WaitEvents(ctx context.Context, dir string, cond func(GroupEvents) bool) (GroupEvents, error) {
-	in, err := newInotify()
+	in, err := inotify.Open()
 	if err != nil {
 		return GroupEvents{}, err
 	}
-	defer in.close()
-	if _, err := in.add(filepath.Join(dir, FileEvents), eventsMask); err != nil {
+	defer in.Close()
+	if _, err := in.Add(filepath.Join(dir, FileEvents), eventsMask); err != nil {
 		return GroupEvents{}, fmt.Errorf("watching %s: %w", dir, notFound(err))
 	}
 	buf := make([]byte, 4096)
@@ -103,13 +102,13 @@ func WaitEvents(ctx context.Context, dir string, cond func(GroupEvents) bool) (G
 		if err != nil || cond(ev) {
 			return ev, err
 		}
-		n, err := in.read(ctx, buf)
+		n, err := in.ReadContext(ctx, buf)
 		if err != nil {
 			return GroupEvents{}, err
 		}
 		removed := false
-		decodeInotify(buf[:n], func(e inotifyEvent) error {
-			removed = removed || e.mask&unix.IN_IGNORED != 0
+		inotify.Decode(buf[:n], func(e inotify.Event) error {
+			removed = removed || e.Mask&unix.IN_IGNORED != 0
 			return nil
 		})
 		if removed {
@@ -118,102 +117,13 @@ func WaitEvents(ctx context.Context, dir string, cond func(GroupEvents) bool) (G
 	}
 }
 
-// inotifyFile is an inotify instance read through the runtime's poller, so
-// that a blocked read ends when its context does.
-type inotifyFile struct {
-	f  *os.File
-	fd int
-}
-
-func newInotify() (*inotifyFile, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
-	if err != nil {
-		return nil, fmt.Errorf("inotify_init1: %w", err)
-	}
-	// A non-blocking descriptor makes os.NewFile register it with the
-	// poller, which is what lets SetReadDeadline interrupt a read.
-	return &inotifyFile{f: os.NewFile(uintptr(fd), "inotify"), fd: fd}, nil
-}
-
-func (in *inotifyFile) add(path string, mask uint32) (int32, error) {
-	wd, err := unix.InotifyAddWatch(in.fd, path, mask)
-	if err != nil {
-		if errors.Is(err, unix.ENOSPC) {
-			return 0, fmt.Errorf("watching %s: inotify watch limit reached (fs.inotify.max_user_watches): %w", path, err)
-		}
-		return 0, fmt.Errorf("watching %s: %w", path, err)
-	}
-	return int32(wd), nil
-}
-
-// rm removes watch wd. The kernel may have removed it already (its file is
-// gone), which is not an error.
-func (in *inotifyFile) rm(wd int32) {
-	unix.InotifyRmWatch(in.fd, uint32(wd))
-}
-
-// read blocks until events can be read into buf or ctx ends.
-func (in *inotifyFile) read(ctx context.Context, buf []byte) (int, error) {
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
-		in.f.SetReadDeadline(time.Unix(1, 0))
-	})
-	n, err := in.f.Read(buf)
-	if !stop() {
-		// The deadline was set (or is being set): wait for that goroutine,
-		// then report why.
-		<-fired
-		return 0, ctx.Err()
-	}
-	if err != nil {
-		return 0, fmt.Errorf("reading inotify events: %w", err)
-	}
-	return n, nil
-}
-
-func (in *inotifyFile) close() {
-	in.f.Close()
-}
-
-// inotifyEvent is one decoded struct inotify_event.
-type inotifyEvent struct {
-	wd   int32
-	mask uint32
-	name string
-}
-
-// decodeInotify calls fn for every event in buf, as read from an inotify
-// descriptor, and stops at fn's first error.
-func decodeInotify(buf []byte, fn func(inotifyEvent) error) error {
-	for len(buf) > 0 {
-		if len(buf) < unix.SizeofInotifyEvent {
-			return fmt.Errorf("inotify: truncated event header (%d bytes)", len(buf))
-		}
-		ev := inotifyEvent{
-			wd:   int32(binary.NativeEndian.Uint32(buf[0:4])),
-			mask: binary.NativeEndian.Uint32(buf[4:8]),
-		}
-		end := unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[12:16]))
-		if end > len(buf) {
-			return fmt.Errorf("inotify: truncated event name")
-		}
-		ev.name = string(bytes.TrimRight(buf[unix.SizeofInotifyEvent:end], "\x00"))
-		if err := fn(ev); err != nil {
-			return err
-		}
-		buf = buf[end:]
-	}
-	return nil
-}
-
 // treeWatcher holds what a WatchTree call has reported so far, so that it
 // reports changes, and the inotify watches that tell it about them. It is
 // used by one goroutine only and has no lock.
 type treeWatcher struct {
 	mount, dir string
 	fn         func(Event)
-	in         *inotifyFile
+	in         *inotify.File
 	treeWD     int32
 	parentWD   int32
 
@@ -244,19 +154,19 @@ func newTreeWatcher(mount, dir string, fn func(Event)) (*treeWatcher, error) {
 	if rel, err := relPath(mount, dir); err != nil || rel == "/" {
 		return nil, fmt.Errorf("watching %s: want a group below the cgroup2 mount %s", dir, mount)
 	}
-	in, err := newInotify()
+	in, err := inotify.Open()
 	if err != nil {
 		return nil, err
 	}
 	// The parent first: once the tree is watched, its removal is seen.
-	parentWD, err := in.add(filepath.Dir(dir), parentMask)
+	parentWD, err := in.Add(filepath.Dir(dir), parentMask)
 	if err != nil {
-		in.close()
+		in.Close()
 		return nil, notFound(err)
 	}
-	wd, err := in.add(dir, treeMask)
+	wd, err := in.Add(dir, treeMask)
 	if err != nil {
-		in.close()
+		in.Close()
 		return nil, notFound(err)
 	}
 	return &treeWatcher{
@@ -273,7 +183,7 @@ func newTreeWatcher(mount, dir string, fn func(Event)) (*treeWatcher, error) {
 }
 
 func (w *treeWatcher) close() {
-	w.in.close()
+	w.in.Close()
 }
 
 func (w *treeWatcher) emit(t EventType, s Scope, resync bool) {
@@ -281,55 +191,55 @@ func (w *treeWatcher) emit(t EventType, s Scope, resync bool) {
 }
 
 // handle applies one inotify event.
-func (w *treeWatcher) handle(ev inotifyEvent) error {
-	if ev.mask&unix.IN_Q_OVERFLOW != 0 {
+func (w *treeWatcher) handle(ev inotify.Event) error {
+	if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
 		return w.relist(true)
 	}
-	if ev.wd == w.parentWD {
-		if ev.mask&unix.IN_DELETE != 0 && ev.name == filepath.Base(w.dir) {
+	if ev.WD == w.parentWD {
+		if ev.Mask&unix.IN_DELETE != 0 && ev.Name == filepath.Base(w.dir) {
 			return w.treeRemoved()
 		}
 		return nil
 	}
-	ref, ok := w.watches[ev.wd]
+	ref, ok := w.watches[ev.WD]
 	if !ok {
 		return nil // a watch already dropped; its object was handled
 	}
-	if ev.mask&unix.IN_IGNORED != 0 {
-		delete(w.watches, ev.wd)
+	if ev.Mask&unix.IN_IGNORED != 0 {
+		delete(w.watches, ev.WD)
 	}
 	switch {
-	case ev.wd == w.treeWD:
-		if ev.mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+	case ev.WD == w.treeWD:
+		if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
 			return w.treeRemoved()
 		}
-		if ev.mask&unix.IN_ISDIR == 0 {
+		if ev.Mask&unix.IN_ISDIR == 0 {
 			return nil
 		}
 		switch {
-		case ev.mask&unix.IN_CREATE != 0:
-			if _, known := w.slices[ev.name]; !known {
-				return w.addSlice(ev.name, false)
+		case ev.Mask&unix.IN_CREATE != 0:
+			if _, known := w.slices[ev.Name]; !known {
+				return w.addSlice(ev.Name, false)
 			}
-		case ev.mask&unix.IN_DELETE != 0:
-			w.removeSlice(ev.name, false)
+		case ev.Mask&unix.IN_DELETE != 0:
+			w.removeSlice(ev.Name, false)
 		}
 	case ref.scope == "":
-		if ev.mask&unix.IN_IGNORED != 0 {
-			if s := w.slices[ref.slice]; s != nil && s.wd == ev.wd {
+		if ev.Mask&unix.IN_IGNORED != 0 {
+			if s := w.slices[ref.slice]; s != nil && s.wd == ev.WD {
 				s.wd = 0
 			}
 			return nil
 		}
-		if ev.mask&unix.IN_ISDIR == 0 {
+		if ev.Mask&unix.IN_ISDIR == 0 {
 			return nil
 		}
 		switch {
-		case ev.mask&unix.IN_CREATE != 0:
-			return w.addScope(ref.slice, ev.name, false)
-		case ev.mask&unix.IN_DELETE != 0:
-			if st := w.scopes[ev.name]; st != nil && st.slice == ref.slice {
-				w.removeScope(ev.name, false)
+		case ev.Mask&unix.IN_CREATE != 0:
+			return w.addScope(ref.slice, ev.Name, false)
+		case ev.Mask&unix.IN_DELETE != 0:
+			if st := w.scopes[ev.Name]; st != nil && st.slice == ref.slice {
+				w.removeScope(ev.Name, false)
 			}
 		}
 	default:
@@ -337,13 +247,13 @@ func (w *treeWatcher) handle(ev inotifyEvent) error {
 		if st == nil {
 			return nil
 		}
-		if ev.mask&unix.IN_IGNORED != 0 {
-			if st.wd == ev.wd {
+		if ev.Mask&unix.IN_IGNORED != 0 {
+			if st.wd == ev.WD {
 				st.wd = 0
 			}
 			return nil
 		}
-		if ev.mask&unix.IN_MODIFY != 0 {
+		if ev.Mask&unix.IN_MODIFY != 0 {
 			return w.refreshScope(ref.scope, false)
 		}
 	}
@@ -393,7 +303,7 @@ func (w *treeWatcher) addSlice(name string, resync bool) error {
 	if _, ok := sliceProfile(name); !ok {
 		return nil
 	}
-	wd, err := w.in.add(filepath.Join(w.dir, name), sliceMask)
+	wd, err := w.in.Add(filepath.Join(w.dir, name), sliceMask)
 	if isGone(err) {
 		return nil // removed already; its IN_DELETE follows
 	}
@@ -450,7 +360,7 @@ func (w *treeWatcher) removeSlice(name string, resync bool) {
 	}
 	if sl.wd != 0 {
 		delete(w.watches, sl.wd)
-		w.in.rm(sl.wd)
+		w.in.Remove(sl.wd)
 	}
 	delete(w.slices, name)
 }
@@ -474,7 +384,7 @@ func (w *treeWatcher) addScope(slice, name string, resync bool) error {
 	st := &scopeState{slice: slice, scope: Scope{Name: name, Profile: id.Profile, ID: id.ID, Path: path}}
 	// Watch first, then read: a change between the two is then reported
 	// by the watch instead of lost.
-	wd, err := w.in.add(filepath.Join(dir, FileEvents), eventsMask)
+	wd, err := w.in.Add(filepath.Join(dir, FileEvents), eventsMask)
 	switch {
 	case err == nil:
 		st.wd = wd
@@ -531,7 +441,7 @@ func (w *treeWatcher) removeScope(name string, resync bool) {
 	}
 	if st.wd != 0 {
 		delete(w.watches, st.wd)
-		w.in.rm(st.wd)
+		w.in.Remove(st.wd)
 	}
 	if st.scope.Populated {
 		st.scope.Populated = false

@@ -1,22 +1,20 @@
 package source
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/marshal-dev/marshal/internal/inotify"
 )
 
-// inotify is a notifier on Linux's inotify. It is written here rather
-// than taken from fsnotify because a complete in-place write is known by
-// IN_CLOSE_WRITE, which fsnotify v1.10 keeps unexported.
-type inotify struct {
-	file *os.File
-	fd   int
+// inotifyNotifier is a notifier on Linux's inotify, read through package
+// inotify rather than fsnotify because a complete in-place write is known
+// by IN_CLOSE_WRITE, which fsnotify v1.10 keeps unexported.
+type inotifyNotifier struct {
+	in   *inotify.File
 	out  chan fsEvent
 	errs chan error
 	stop chan struct{}
@@ -34,15 +32,12 @@ const inotifyMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_MODIFY | unix.IN
 	unix.IN_ATTRIB | unix.IN_ONLYDIR
 
 func newNotifier(buffer int) (notifier, error) {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	in, err := inotify.Open()
 	if err != nil {
-		return nil, fmt.Errorf("inotify: %w", err)
+		return nil, err
 	}
-	n := &inotify{
-		// Non-blocking, so reads wait in the runtime's poller and close
-		// ends them.
-		file: os.NewFile(uintptr(fd), "inotify"),
-		fd:   fd,
+	n := &inotifyNotifier{
+		in:   in,
 		out:  make(chan fsEvent, buffer),
 		errs: make(chan error, 1),
 		stop: make(chan struct{}),
@@ -54,80 +49,82 @@ func newNotifier(buffer int) (notifier, error) {
 	return n, nil
 }
 
-func (n *inotify) events() <-chan fsEvent { return n.out }
-func (n *inotify) errors() <-chan error   { return n.errs }
+func (n *inotifyNotifier) events() <-chan fsEvent { return n.out }
+func (n *inotifyNotifier) errors() <-chan error   { return n.errs }
 
 // add watches dir; adding a directory again renews its watch.
-func (n *inotify) add(dir string) error {
-	wd, err := unix.InotifyAddWatch(n.fd, dir, inotifyMask)
+func (n *inotifyNotifier) add(dir string) error {
+	wd, err := n.in.Add(dir, inotifyMask)
 	if err != nil {
-		return &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
+		return err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if old, ok := n.wds[dir]; ok && old != int32(wd) {
+	if old, ok := n.wds[dir]; ok && old != wd {
 		delete(n.dirs, old)
 	}
-	n.dirs[int32(wd)] = dir
-	n.wds[dir] = int32(wd)
+	n.dirs[wd] = dir
+	n.wds[dir] = wd
 	return nil
 }
 
-func (n *inotify) remove(dir string) {
+func (n *inotifyNotifier) remove(dir string) {
 	n.mu.Lock()
 	wd, ok := n.wds[dir]
 	delete(n.wds, dir)
 	delete(n.dirs, wd)
 	n.mu.Unlock()
 	if ok {
-		unix.InotifyRmWatch(n.fd, uint32(wd)) // EINVAL: the kernel dropped it already
+		n.in.Remove(wd)
 	}
 }
 
-func (n *inotify) close() {
+func (n *inotifyNotifier) close() {
 	close(n.stop)
-	n.file.Close()
+	n.in.Close()
 	<-n.done
 }
 
+// errStopped ends the decoding of a read once close was asked for.
+var errStopped = errors.New("notifier stopped")
+
 // read sends the kernel's events until close; events() is closed when it
 // ends, so that the loop knows no more will come.
-func (n *inotify) read() {
+func (n *inotifyNotifier) read() {
 	defer close(n.done)
 	defer close(n.out)
-	var buf [64 * 1024]byte
+	buf := make([]byte, inotify.BufferSize)
 	for {
-		k, err := n.file.Read(buf[:])
+		k, err := n.in.Read(buf)
 		if err != nil {
 			if !errors.Is(err, os.ErrClosed) {
-				n.lost(fmt.Errorf("reading inotify events: %w", err))
+				n.lost(err)
 			}
 			return
 		}
-		for off := 0; off+unix.SizeofInotifyEvent <= k; {
-			raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			end := off + unix.SizeofInotifyEvent + int(raw.Len)
-			if end > k {
-				n.lost(errors.New("inotify: a short read"))
-				break
-			}
-			name := buf[off+unix.SizeofInotifyEvent : end]
-			off = end
-			ev, ok := n.event(raw.Wd, raw.Mask, name)
+		err = inotify.Decode(buf[:k], func(raw inotify.Event) error {
+			ev, ok := n.event(raw.WD, raw.Mask, raw.Name)
 			if !ok {
-				continue
+				return nil
 			}
 			select {
 			case n.out <- ev:
+				return nil
 			case <-n.stop:
-				return
+				return errStopped
 			}
+		})
+		switch {
+		case errors.Is(err, errStopped):
+			return
+		case err != nil:
+			n.lost(err)
 		}
 	}
 }
 
 // event names one kernel event; false when there is nothing to tell.
-func (n *inotify) event(wd int32, mask uint32, name []byte) (fsEvent, bool) {
+func (n *inotifyNotifier) event(wd int32, mask uint32, name string) (fsEvent, bool) {
 	if mask&unix.IN_Q_OVERFLOW != 0 {
 		n.lost(errors.New("inotify queue overflow"))
 		return fsEvent{}, false
@@ -146,11 +143,8 @@ func (n *inotify) event(wd int32, mask uint32, name []byte) (fsEvent, bool) {
 		return fsEvent{}, false
 	}
 	ev := fsEvent{path: dir}
-	if i := bytes.IndexByte(name, 0); i >= 0 {
-		name = name[:i]
-	}
-	if len(name) > 0 {
-		ev.path = dir + "/" + string(name)
+	if name != "" {
+		ev.path = dir + "/" + name
 	}
 	for _, m := range [...]struct {
 		mask uint32
@@ -168,7 +162,7 @@ func (n *inotify) event(wd int32, mask uint32, name []byte) (fsEvent, bool) {
 }
 
 // lost reports lost events once; one pending report covers many.
-func (n *inotify) lost(err error) {
+func (n *inotifyNotifier) lost(err error) {
 	select {
 	case n.errs <- err:
 	default:

@@ -268,16 +268,25 @@ func (lc *launching) commitTo(ctx context.Context) (Record, *Refusal) {
 	if lc.admitting {
 		rec.Attempt = pe.id // the attempt it may make, for recover
 	}
-	put := make(chan error, 1)
-	go func() { put <- l.store.Put(ctx, rec) }()
-	var ref *Refusal
+	var commit func(context.Context) *Refusal
 	switch {
 	case lc.admitting:
-		ref = lc.admitLaunch(ctx)
+		commit = lc.admitLaunch
 	case pe.attempt != "" && lc.phase == admission.PhasePrepared:
-		ref = lc.begin(ctx)
+		commit = lc.begin
 	}
-	err := <-put
+	var (
+		ref *Refusal
+		err error
+	)
+	if commit == nil {
+		err = l.store.Put(ctx, rec)
+	} else {
+		put := make(chan error, 1)
+		go func() { put <- l.store.Put(ctx, rec) }()
+		ref = commit(ctx)
+		err = <-put
+	}
 	if err == nil {
 		lc.rb.push(func(*Refusal) {
 			if err := l.store.Delete(ctx, rec.ID); err != nil {

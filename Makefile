@@ -4,6 +4,7 @@ GO      ?= go
 BIN     ?= bin
 PKGS    ?= ./...
 BENCH   ?= .
+BENCHTIME ?= 1s
 COUNT   ?= 1
 TESTFLAGS ?=
 FUZZTIME ?= 30s
@@ -60,9 +61,9 @@ BENCHDIR   ?= .bench
 BENCH_BASE ?= $(wildcard $(BENCHDIR)/last.txt)
 
 .PHONY: bench
-bench: ## run the benchmarks, each figure beside the previous run's (BENCH=regexp PKGS=./path/... BENCH_BASE=file)
+bench: ## run the benchmarks, each figure beside the previous run's (BENCH=regexp PKGS=./path/... BENCHTIME=300x BENCH_BASE=file)
 	@mkdir -p $(BENCHDIR)
-	@{ $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=$(COUNT) $(PKGS); echo $$? > $(BENCHDIR)/status; } | tee $(BENCHDIR)/new.txt
+	@{ $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -benchmem -count=$(COUNT) $(PKGS); echo $$? > $(BENCHDIR)/status; } | tee $(BENCHDIR)/new.txt
 	@awk -f test/benchcmp.awk $(BENCH_BASE) $(BENCHDIR)/new.txt
 	@status=$$(cat $(BENCHDIR)/status); rm -f $(BENCHDIR)/status; \
 	if [ "$$status" = 0 ]; then mv $(BENCHDIR)/new.txt $(BENCHDIR)/last.txt; fi; exit $$status

@@ -77,7 +77,7 @@ func (r *hostReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 			Tasks:       declaredOr(declared.Tasks, measured.Tasks),
 		}
 		if caps != nil {
-			st.Enforcement = enforcementOf(caps)
+			st.Enforcement = caps.API()
 		}
 		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready)...)
 	})
@@ -97,21 +97,10 @@ func declaredOr(declared *int64, measured int64) int64 {
 	return measured
 }
 
-// enforcementOf lists caps in the order of cgroup.AllResources.
-func enforcementOf(caps cgroup.Capabilities) []v1alpha1.Enforcement {
-	var out []v1alpha1.Enforcement
-	for _, r := range cgroup.AllResources {
-		if e, ok := caps[r]; ok {
-			out = append(out, v1alpha1.Enforcement{Resource: string(r), Level: e.Level, Method: string(e.Method), Controller: e.Controller})
-		}
-	}
-	return out
-}
-
 // describeCaps says "cpu kernel (cgroup_v1), memory …".
 func describeCaps(caps cgroup.Capabilities) string {
 	var parts []string
-	for _, e := range enforcementOf(caps) {
+	for _, e := range caps.API() {
 		parts = append(parts, fmt.Sprintf("%s %s (%s)", e.Resource, e.Level, e.Method))
 	}
 	if len(parts) == 0 {

@@ -229,9 +229,9 @@ func limitStatuses(want cgroup.Limits, applied cgroup.Applied) (rows []v1alpha1.
 		if w == 0 && got == 0 {
 			continue
 		}
-		e := v1alpha1.Enforcement{Resource: string(r), Level: v1alpha1.LevelAccounted, Method: string(cgroup.MethodAccounting)}
+		e := cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}.Of(r)
 		if en, ok := applied.Enforced[r]; ok && got != 0 {
-			e = v1alpha1.Enforcement{Resource: string(r), Level: en.Level, Method: string(en.Method), Controller: en.Controller}
+			e = en.Of(r)
 		}
 		rows = append(rows, v1alpha1.LimitStatus{Resource: string(r), Requested: w, Applied: got, Enforcement: e})
 		if !sameLimit(r, w, got) {

@@ -139,8 +139,7 @@ func (s *Server) explain(w http.ResponseWriter, r *http.Request, req launch.Requ
 	}
 	if e.Plan != nil {
 		for _, r := range cgroup.AllResources {
-			en := e.Plan.Get(r)
-			a.Host = append(a.Host, v1alpha1.Enforcement{Resource: string(r), Level: en.Level, Method: string(en.Method), Controller: en.Controller})
+			a.Host = append(a.Host, e.Plan.Get(r).Of(r))
 		}
 	}
 	writeJSON(w, http.StatusOK, localapi.RunResult{Explain: &localapi.Explain{Meaning: meaning, Digest: e.Digest, Admission: a}})

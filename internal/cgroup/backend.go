@@ -41,8 +41,24 @@ type Enforcement struct {
 	Controller string `json:"controller,omitempty"`
 }
 
+// Of returns e as the API reports it for resource r.
+func (e Enforcement) Of(r Resource) v1alpha1.Enforcement {
+	return v1alpha1.Enforcement{Resource: string(r), Level: e.Level, Method: string(e.Method), Controller: e.Controller}
+}
+
 // Capabilities is what a backend can enforce on this host, per resource.
 type Capabilities map[Resource]Enforcement
+
+// API lists caps as the API reports them, in the order of AllResources.
+func (caps Capabilities) API() []v1alpha1.Enforcement {
+	var out []v1alpha1.Enforcement
+	for _, r := range AllResources {
+		if e, ok := caps[r]; ok {
+			out = append(out, e.Of(r))
+		}
+	}
+	return out
+}
 
 // Limits are kernel limits for a slice or a scope. Zero means no limit.
 type Limits struct {

@@ -53,9 +53,7 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 		if !ok {
 			continue
 		}
-		rep.Enforcement = append(rep.Enforcement, v1alpha1.Enforcement{
-			Resource: string(r), Level: e.Level, Method: string(e.Method), Controller: e.Controller,
-		})
+		rep.Enforcement = append(rep.Enforcement, e.Of(r))
 		c := localapi.Check{Name: "kernel enforcement: " + string(r), OK: e.Level == v1alpha1.LevelKernel}
 		if c.OK {
 			c.Detail = fmt.Sprintf("%s via %s", e.Method, e.Controller)

@@ -7,15 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
@@ -67,37 +63,10 @@ spec:
 // closes admission), the Host says so and since when, an event marks the
 // change, and a refusal it causes names it.
 func TestPressureExplainsItself(t *testing.T) {
-	tree := testutil.NewCgroupTree(t)
-	dir := t.TempDir()
-	config, root := filepath.Join(dir, "manifests.d"), filepath.Join(dir, "web")
-	for _, d := range []string{config, root} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manifests := bytes.ReplaceAll([]byte(pressureManifests), []byte("ROOT"), []byte(root))
-	if err := os.WriteFile(filepath.Join(config, "all.yaml"), manifests, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{
-		Mode: ModeSystem, ConfigDir: config, StateDir: filepath.Join(dir, "state"),
-		Socket: filepath.Join(dir, "marshal.sock"), Backend: "cgroupfs", CgroupRoot: tree.Rel + "/marshal",
-		LogFormat: "text", AllowGID: -1, Relist: time.Minute,
-		pressureSampler: &busySampler{cpu: 10000},
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	d, err := New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
+	w := newWorld(t, "64")
+	cfg := w.cfg
+	cfg.Pressure, cfg.pressureSampler = PressureHost, &busySampler{cpu: 10000}
+	start(t, cfg)
 
 	c := client.New(cfg.Socket)
 	var host v1alpha1.Host
@@ -119,9 +88,9 @@ func TestPressureExplainsItself(t *testing.T) {
 
 	// The event is recorded after the change it marks: wait for it.
 	var event v1alpha1.Event
-	ectx, stop := context.WithTimeout(ctx, testutil.Deadline)
+	ectx, stop := context.WithTimeout(t.Context(), testutil.Deadline)
 	defer stop()
-	err = c.WatchEvents(ectx, v1alpha1.ObjectReference{Kind: v1alpha1.KindHost, Name: "box"}, 0, func(e v1alpha1.Event) error {
+	err := c.WatchEvents(ectx, v1alpha1.ObjectReference{Kind: v1alpha1.KindHost, Name: "box"}, 0, func(e v1alpha1.Event) error {
 		if e.Reason != ReasonPressureConstrained {
 			return nil
 		}

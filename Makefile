@@ -26,8 +26,13 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build marshald and marshalctl into bin/ (static: a launch starts faster without the dynamic loader)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+# marshal-netns starts in C, before the Go runtime (a user namespace needs
+# a single-threaded caller), so it is built with cgo, statically.
+NETNS_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static'
+
+build: ## build marshald, marshalctl and marshal-netns into bin/ (static: a launch starts faster without the dynamic loader)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl
+	CGO_ENABLED=1 $(GO) build $(NETNS_FLAGS) -o $(BIN)/ ./cmd/marshal-netns
 
 .PHONY: fmt-check
 fmt-check: ## fail when a Go file is not gofmt-formatted
@@ -104,17 +109,17 @@ INSTALL ?= install
 
 .PHONY: install
 install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build first
-	@for b in marshald marshalctl; do \
+	@for b in marshald marshalctl marshal-netns; do \
 		[ -x "$(BIN)/$$b" ] || { echo "$(BIN)/$$b is missing: run 'make build' first" >&2; exit 1; }; \
 	done
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)"
-	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(DESTDIR)$(BINDIR)/"
+	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(BIN)/marshal-netns" "$(DESTDIR)$(BINDIR)/"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/system/marshald.service >"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/user/marshald.service >"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 
 .PHONY: uninstall
 uninstall: ## remove what install put in place (same PREFIX, DESTDIR)
-	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" \
+	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshal-netns" \
 		"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" \
 		"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"

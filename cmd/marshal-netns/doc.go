@@ -1,0 +1,16 @@
+// Command marshal-netns runs a netns agent: the launching process, in its
+// scope, execs it in place of the agent, and it makes a user and a
+// network namespace that has only loopback, starts the bridge to the
+// egress proxy's unix socket inside them, and execs the agent (see
+// nsexec.c). The same binary is the bridge (package bridge).
+//
+//	marshal-netns exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
+//	marshal-netns check
+//
+// Without --socket there is no bridge and no way out at all. check makes
+// the namespaces and exits 0 when netns isolation is available to the
+// user here; otherwise it, like exec, says why and exits 78.
+//
+// What it does before the Go runtime starts is C, so it needs Linux and
+// cgo; built without them it refuses every launch.
+package main

@@ -227,6 +227,9 @@ type decoder struct {
 	aliasLine int
 	// stopped is set when decoding must end: alias bound or error limit.
 	stopped bool
+	// ignoreReadOnly skips the fields only marshald writes instead of
+	// refusing them (LoadInput).
+	ignoreReadOnly bool
 }
 
 // line is the line of the current key or list element.
@@ -448,6 +451,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, p *plan) {
 		switch {
 		case seen&(1<<fi) != 0:
 			d.fail(ErrDuplicateKey, "duplicate key (first at line %d)", firstKeyLine(n, key.Value))
+		case f.readOnly != "" && d.ignoreReadOnly:
 		case f.readOnly != "":
 			d.fail(ErrReadOnly, "%s", f.readOnly)
 		default:

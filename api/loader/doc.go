@@ -21,6 +21,11 @@
 // small bound or reach into another document are all errors. An explicit
 // null, an empty list and an empty map mean the same as an omitted field.
 //
+// LoadInput is the one relaxation, for what a person sends to marshalctl
+// apply, diff and delete rather than keeps in a config dir: as kubectl
+// does, it ignores the fields only marshald writes and reads a List as
+// its items, so the output of marshalctl get applies as it is.
+//
 // Documents are parsed once into YAML nodes and decoded by a small strict
 // decoder driven by the json tags of the API types; line numbers are looked
 // up in the nodes only when there is an error.

@@ -253,3 +253,29 @@ func summarize(s string) string {
 	}
 	return strings.Join(out, "")
 }
+
+// TestGoldenInput loads the manifests in testdata/input as marshalctl
+// apply reads what it is given (LoadInput), and checks that the config
+// dir's loading (LoadBytes) still refuses what LoadInput ignores.
+func TestGoldenInput(t *testing.T) {
+	var ins []string
+	for _, pattern := range []string{"*.yaml", "*.json"} {
+		m, _ := filepath.Glob(filepath.Join("testdata", "input", pattern))
+		ins = append(ins, m...)
+	}
+	if len(ins) == 0 {
+		t.Fatal("no inputs in testdata/input")
+	}
+	for _, in := range ins {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, goldenPath(in), renderFile(t, LoadInput(in, data)))
+			if strict := LoadBytes(in, data); len(strict.Errors) == 0 {
+				t.Errorf("LoadBytes(%s) loaded %d objects, want errors: a config dir's file may not declare status or be a List", in, len(strict.Objects))
+			}
+		})
+	}
+}

@@ -76,6 +76,23 @@ func LoadFile(path string) File {
 // LoadBytes loads the manifests in data. The path is used in messages
 // only, and to read data as JSON when it ends in .json.
 func LoadBytes(path string, data []byte) File {
+	return loadBytes(path, data, false)
+}
+
+// LoadInput loads manifests that a person hands to marshalctl apply, diff
+// or delete, as kubectl reads -f: as LoadBytes does, except that the
+// fields only marshald writes (status, metadata.generation,
+// metadata.creationTimestamp) are ignored instead of refused, and a
+// document of kind List (apiVersion v1, as marshalctl get prints several
+// objects) stands for its items. What get prints therefore applies as
+// it is. A config dir's files are loaded with LoadBytes: there such a
+// field would read as if it were declared.
+func LoadInput(path string, data []byte) File {
+	return loadBytes(path, data, true)
+}
+
+// loadBytes is LoadBytes, or LoadInput when input is set.
+func loadBytes(path string, data []byte, input bool) File {
 	f := File{Path: path}
 	if len(data) > MaxFileSize {
 		f.Errors = []*Error{tooLarge(path, int64(len(data)))}
@@ -98,11 +115,9 @@ func LoadBytes(path string, data []byte) File {
 			}
 			break
 		}
-		obj, errs := loadDocument(path, &doc)
+		objs, errs := loadDocument(path, &doc, input)
 		f.Errors = append(f.Errors, errs...)
-		if obj != nil {
-			f.Objects = append(f.Objects, *obj)
-		}
+		f.Objects = append(f.Objects, objs...)
 	}
 	if len(f.Errors) > 0 {
 		f.Objects = nil
@@ -144,12 +159,59 @@ func tooLarge(path string, size int64) *Error {
 var supportedKinds = strings.Join(v1alpha1.Kinds, ", ")
 
 // loadDocument turns one parsed document into an object, or into the
-// errors that keep it from being one. An empty document is neither.
-func loadDocument(path string, doc *yaml.Node) (*Object, []*Error) {
+// errors that keep it from being one. An empty document is neither. With
+// input set, read-only fields are ignored and a List stands for its
+// items.
+func loadDocument(path string, doc *yaml.Node, input bool) ([]Object, []*Error) {
 	if len(doc.Content) == 0 {
 		return nil, nil
 	}
-	top := doc.Content[0]
+	if input {
+		if items, ok := listItems(doc.Content[0]); ok {
+			var objs []Object
+			var errs []*Error
+			for _, item := range items {
+				obj, e := loadObject(path, item, doc.Line, input)
+				errs = append(errs, e...)
+				if obj != nil {
+					objs = append(objs, *obj)
+				}
+			}
+			return objs, errs
+		}
+	}
+	obj, errs := loadObject(path, doc.Content[0], doc.Line, input)
+	if obj == nil {
+		return nil, errs
+	}
+	return []Object{*obj}, errs
+}
+
+// listItems returns the items of a document that is a List as marshalctl
+// get and kubectl print one: apiVersion v1, kind List, items, and
+// metadata, which is ignored.
+func listItems(top *yaml.Node) ([]*yaml.Node, bool) {
+	root := top
+	if root.Kind == yaml.AliasNode {
+		root = root.Alias
+	}
+	apiVersion, kind := mapValue(root, "apiVersion"), mapValue(root, "kind")
+	if apiVersion == nil || kind == nil || apiVersion.value.Value != "v1" || kind.value.Value != "List" {
+		return nil, false
+	}
+	items := mapValue(root, "items")
+	if items == nil || isNull(items.value) {
+		return nil, true
+	}
+	if items.value.Kind != yaml.SequenceNode {
+		return []*yaml.Node{items.value}, true // refused as not an object
+	}
+	return items.value.Content, true
+}
+
+// loadObject turns the top node of a document, or a List's item, into an
+// object or into its errors; docLine is where its document starts.
+func loadObject(path string, top *yaml.Node, docLine int, input bool) (*Object, []*Error) {
 	root := top
 	if root.Kind == yaml.AliasNode {
 		root = root.Alias
@@ -181,7 +243,7 @@ func loadDocument(path string, doc *yaml.Node) (*Object, []*Error) {
 	}
 
 	obj := v1alpha1.New(kind)
-	d := decoder{rootLine: root.Line, docLine: doc.Line}
+	d := decoder{rootLine: root.Line, docLine: docLine, ignoreReadOnly: input}
 	d.value(top, reflect.ValueOf(obj).Elem(), kindPlans()[kind])
 	name := obj.GetObjectMeta().Name
 	if len(d.errs) > 0 {
@@ -246,6 +308,9 @@ func envelope(path string, root *yaml.Node) (kind string, errs []*Error) {
 	case kindNode.value.Value == "List":
 		fail(kindNode.line, "kind", ErrNotObject,
 			`List is not supported: a document is exactly one object; separate objects with "---"`)
+	case kindNode.value.Value == v1alpha1.KindAgent:
+		fail(kindNode.line, "kind", ErrNotObject,
+			"an Agent is marshald's view of a running launch and cannot be declared (supported: %s)", supportedKinds)
 	case v1alpha1.New(kindNode.value.Value) == nil:
 		k := kindNode.value.Value
 		if s := suggest(k, v1alpha1.Kinds); s != "" {

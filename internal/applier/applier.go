@@ -101,7 +101,7 @@ func Apply(ctx context.Context, dir string, decl Declarations, req localapi.Appl
 func loadRequest(files []localapi.ApplyFile) ([]loader.Object, []localapi.ManifestError) {
 	loaded := make([]loader.File, len(files))
 	for i, f := range files {
-		loaded[i] = loader.LoadBytes(f.Name, f.Data)
+		loaded[i] = loader.LoadInput(f.Name, f.Data)
 	}
 	if merged := loader.Merge(loaded); len(merged.Errors) > 0 {
 		return nil, manifestErrors(merged.Errors)

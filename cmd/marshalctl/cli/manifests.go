@@ -33,7 +33,7 @@ func readManifests(ctx context.Context, stdin io.Reader, paths []string) (*manif
 	var loaded []loader.File
 	add := func(name string, data []byte) {
 		m.Files = append(m.Files, localapi.ApplyFile{Name: name, Data: data})
-		loaded = append(loaded, loader.LoadBytes(name, data))
+		loaded = append(loaded, loader.LoadInput(name, data))
 	}
 	for _, p := range paths {
 		if p == "-" {

@@ -2,6 +2,7 @@
 
 GO      ?= go
 BIN     ?= bin
+STATE   ?= .marshal
 PKGS    ?= ./...
 BENCH   ?= .
 BENCHTIME ?= 1s
@@ -91,12 +92,15 @@ generate: ## regenerate the manifest reference, JSON Schemas and CRDs from api/v
 	$(GO) run ./internal/schemagen
 
 .PHONY: run
-run: build ## run marshald on manifests/ with its state in .marshal/
-	$(BIN)/marshald --config-dir manifests --state-dir .marshal
+run: build ## run marshald on manifests/ with its state in .marshal/ (STATE)
+	$(BIN)/marshald --config-dir manifests --state-dir $(STATE)
 
 .PHONY: clean
-clean: ## remove build output
-	rm -rf $(BIN)
+clean: ## remove build output and the state of make run (.marshal/); refused while its marshald runs
+	@if [ -e "$(STATE)/state.db" ] && ! flock -n "$(STATE)/state.db" true; then \
+		echo "a marshald still uses $(STATE)/ (make run): stop it first" >&2; exit 1; \
+	fi
+	rm -rf "$(BIN)" "$(STATE)"
 
 # Installation follows the GNU conventions: PREFIX (default /usr/local) and
 # DESTDIR (a staging root for packaging). The units go to systemd's search

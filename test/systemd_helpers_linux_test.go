@@ -39,7 +39,7 @@ func srcRoot(t *testing.T) string {
 // from the environment, with make's own, so that only the command line
 // sets them.
 var makeVars = []string{
-	"PREFIX", "DESTDIR", "BINDIR", "BIN", "INSTALL",
+	"PREFIX", "DESTDIR", "BINDIR", "BIN", "STATE", "INSTALL",
 	"SYSTEMD_SYSTEM_UNITDIR", "SYSTEMD_USER_UNITDIR",
 	"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "GNUMAKEFLAGS",
 }

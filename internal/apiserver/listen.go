@@ -28,7 +28,7 @@ const staleProbeTimeout = 2 * time.Second
 // process answers on it, or holds the lock beside it (path + ".lock"),
 // Listen fails with ErrInUse; when path is not a socket, with
 // ErrNotSocket. Closing the listener removes the socket, unless another
-// one has taken its place since.
+// one has taken its place since, and the lock.
 func Listen(path string) (net.Listener, error) {
 	return listen(path, 0o600, 0o700, -1)
 }
@@ -179,12 +179,12 @@ func (l *socketListener) Close() error {
 	err := l.UnixListener.Close()
 	l.once.Do(func() {
 		// Only the socket this listener made: a daemon started since may
-		// have replaced it. The lock file stays, so a starting daemon
-		// never locks an unlinked one.
+		// have replaced it. The lock file goes while still held, and a
+		// daemon that locked it meanwhile sees it gone (lockFile).
 		if fi, serr := os.Lstat(l.path); serr == nil && os.SameFile(fi, l.created) {
 			os.Remove(l.path)
 		}
-		l.lock.Close()
+		unlockFile(l.lock, l.path+".lock")
 	})
 	return err
 }

@@ -53,18 +53,49 @@ func peerGroups(conn *net.UnixConn) ([]uint32, error) {
 }
 
 // lockFile opens path and takes an exclusive lock on it without waiting;
-// ErrInUse when another process holds it. Closing the file releases it.
+// ErrInUse when another process holds it. Closing the file releases it;
+// unlockFile removes it first.
+//
+// The lock is on the file at path when lockFile returns: a holder that
+// stops unlinks the file before it lets go, so a process that opened
+// the file before that and locks it after finds that path names another
+// file, or none, and tries again on what path names now.
 func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("socket lock: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%s is locked: %w; is marshald already running? stop it first, or choose another socket path", path, ErrInUse)
+	for range 16 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("socket lock: %w", err)
 		}
-		return nil, fmt.Errorf("socket lock %s: %w", path, err)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%s is locked: %w; is marshald already running? stop it first, or choose another socket path", path, ErrInUse)
+			}
+			return nil, fmt.Errorf("socket lock %s: %w", path, err)
+		}
+		if sameFile(f, path) {
+			return f, nil
+		}
+		f.Close()
 	}
-	return f, nil
+	return nil, fmt.Errorf("socket lock %s: replaced again and again while being locked: %w", path, ErrInUse)
+}
+
+// unlockFile removes the lock file at path, when it is still the locked
+// file f, and then releases the lock.
+func unlockFile(f *os.File, path string) {
+	if sameFile(f, path) {
+		os.Remove(path)
+	}
+	f.Close()
+}
+
+// sameFile reports whether path names the open file f.
+func sameFile(f *os.File, path string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := os.Lstat(path)
+	return err == nil && os.SameFile(held, named)
 }

@@ -24,3 +24,9 @@ func lockFile(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// unlockFile removes the lock file at path and closes f.
+func unlockFile(f *os.File, path string) {
+	os.Remove(path)
+	f.Close()
+}

@@ -33,6 +33,7 @@ func (s *Server) routes() {
 	s.mux.Handle(localapi.RunPath, s.only(http.MethodPost, s.run))
 	s.mux.Handle(localapi.BackupPath, s.only(http.MethodGet, s.backup))
 	s.mux.Handle(localapi.EgressLogPath, s.only(http.MethodGet, s.egressLog))
+	s.mux.Handle(localapi.RenderPath, s.only(http.MethodPost, s.render))
 	if s.opts.Metrics != nil {
 		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.metrics))
 	}
@@ -82,10 +83,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if watch {
-		return s.watchObjects(w, r, res)
+	sel, err := requestSelector(r)
+	if err != nil {
+		return err
 	}
-	items, err := s.d.List(r.Context(), res.Kind)
+	if watch {
+		return s.watchObjects(w, r, res, sel)
+	}
+	items, err := s.listSelected(r.Context(), res.Kind, sel)
 	if err != nil {
 		return err
 	}

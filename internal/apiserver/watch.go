@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/reconcile"
@@ -39,17 +41,18 @@ func (s *stream) send(v any) error {
 	return s.rc.Flush()
 }
 
-// watchObjects streams the objects of res: ADDED for every current one,
+// watchObjects streams the objects of res that sel matches (one that
+// stops matching is DELETED): ADDED for every current one,
 // then, at each change, DELETED, ADDED and MODIFIED for the objects that
 // differ, by encoded bytes, from what was sent last. It reads and encodes
 // only the objects the daemon names as changed, so that a change costs
 // the same however many objects there are; when the daemon cannot name
 // them, it lists the kind again. It ends when the client goes away or the
 // server stops.
-func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res localapi.Resource) error {
+func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res localapi.Resource, sel labels.Selector) error {
 	ctx := r.Context()
 	_, seq, wake, _ := s.d.Changed(res.Kind, 0)
-	items, err := s.d.List(ctx, res.Kind)
+	items, err := s.listSelected(ctx, res.Kind, sel)
 	if err != nil {
 		return err
 	}
@@ -69,10 +72,10 @@ func (s *Server) watchObjects(w http.ResponseWriter, r *http.Request, res locala
 		var known bool
 		names, seq, wake, known = s.d.Changed(res.Kind, seq)
 		if known {
-			err = s.sendNamed(ctx, st, res.Kind, names, sent)
+			err = s.sendNamed(ctx, st, res.Kind, sel, names, sent)
 			continue
 		}
-		if items, err = s.d.List(ctx, res.Kind); err == nil {
+		if items, err = s.listSelected(ctx, res.Kind, sel); err == nil {
 			err = sendAll(st, items, sent)
 		}
 	}
@@ -99,14 +102,18 @@ func sendAll(st *stream, items []any, sent map[string]json.RawMessage) error {
 // errClientGone is a send that failed: the client went away.
 var errClientGone = errors.New("the client is gone")
 
-// sendNamed sends what changed among the objects names of kind, against
-// sent, which it updates: deletions first, then additions and
-// modifications, each in name order.
-func (s *Server) sendNamed(ctx context.Context, st *stream, kind string, names []string, sent map[string]json.RawMessage) error {
+// sendNamed sends what changed among the objects names of kind that sel
+// matches, against sent, which it updates: deletions first (an object
+// that no longer matches is deleted), then additions and modifications,
+// each in name order.
+func (s *Server) sendNamed(ctx context.Context, st *stream, kind string, sel labels.Selector, names []string, sent map[string]json.RawMessage) error {
 	var gone []string
 	var changed []*localapi.WatchEvent
 	for _, name := range names {
 		obj, err := s.d.Get(ctx, kind, name)
+		if err == nil && !sel.Matches(labels.Set(labelsOf(obj))) {
+			err = ErrNotFound
+		}
 		if errors.Is(err, ErrNotFound) {
 			if _, ok := sent[name]; ok {
 				gone = append(gone, name)

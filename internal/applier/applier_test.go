@@ -385,9 +385,9 @@ func TestApplyRefusesInvalidRequests(t *testing.T) {
 			want:  "only one Host",
 		},
 		{
-			name:  "status_declared",
-			files: []localapi.ApplyFile{file("s.yaml", writer+"status: {agents: 1}\n")},
-			want:  "s.yaml:5: status",
+			name:  "status_of_the_wrong_type",
+			files: []localapi.ApplyFile{file("s.yaml", writer+"status: {agents: 1}\nstatus: {}\n")},
+			want:  "s.yaml:6: status: duplicate key",
 		},
 		{
 			name:  "no_objects",
@@ -569,19 +569,28 @@ func TestDeleteOutcomes(t *testing.T) {
 			after:    []string{"profiles.yaml"},
 		},
 		{
-			name:     "any_file_of_one_object_removed",
+			name:     "a_file_apply_did_not_write_is_refused",
 			existing: map[string]string{"team/only-coder.yml": coder, "profiles.yaml": writer},
 			req:      localapi.DeleteRequest{Kind: "profile", Name: "coder"},
-			want:     []string{"Profile/coder deleted"},
-			after:    []string{"profiles.yaml"},
+			want:     []string{"Profile/coder refused"},
+			reason:   "declared in team/only-coder.yml; remove it there",
+			after:    []string{"profiles.yaml", "team/only-coder.yml"},
 		},
 		{
 			name:     "refused_in_a_shared_file",
 			existing: map[string]string{"profiles.yaml": coder + "---\n" + writer},
 			req:      localapi.DeleteRequest{Kind: "Profile", Name: "coder"},
 			want:     []string{"Profile/coder refused"},
-			reason:   "declared with 1 other object in profiles.yaml; remove it from that file",
+			reason:   "declared in profiles.yaml; remove it there",
 			after:    []string{"profiles.yaml"},
+		},
+		{
+			name:     "applied_file_edited_to_hold_more",
+			existing: map[string]string{"applied/profile-coder.yaml": coder + "---\n" + writer},
+			req:      localapi.DeleteRequest{Kind: "Profile", Name: "coder"},
+			want:     []string{"Profile/coder refused"},
+			reason:   "declared with 1 other object in applied/profile-coder.yaml; remove it from that file",
+			after:    []string{"applied/profile-coder.yaml"},
 		},
 		{
 			name:     "not_found",
@@ -591,23 +600,47 @@ func TestDeleteOutcomes(t *testing.T) {
 			after:    []string{"profiles.yaml"},
 		},
 		{
-			name:     "files_naming_every_object_of_a_shared_file",
+			name:     "files_naming_objects_of_a_hand_written_file",
 			existing: map[string]string{"profiles.yaml": coder + "---\n" + writer, "ws.yaml": webapp},
 			req: localapi.DeleteRequest{Files: []localapi.ApplyFile{
 				file("local/profiles.yaml", writer+"---\n"+coder),
 			}},
-			want:  []string{"Profile/writer deleted", "Profile/coder deleted"},
-			after: []string{"ws.yaml"},
+			want:  []string{"Profile/writer refused", "Profile/coder refused"},
+			after: []string{"profiles.yaml", "ws.yaml"},
 		},
 		{
-			name:     "files_naming_part_of_a_shared_file",
-			existing: map[string]string{"profiles.yaml": coder + "---\n" + writer, "ws.yaml": webapp},
+			name: "files_naming_applied_and_hand_written_objects",
+			existing: map[string]string{"profiles.yaml": coder + "---\n" + writer,
+				"applied/workspace-webapp.yaml": webapp},
 			req: localapi.DeleteRequest{Files: []localapi.ApplyFile{
 				file("local.yaml", webapp+"---\n"+coder+"---\n"+hostLocal),
 			}},
-			want:   []string{"Workspace/webapp deleted", "Profile/coder refused", "Host/local not_found"},
-			reason: "",
-			after:  []string{"profiles.yaml"},
+			want:  []string{"Workspace/webapp deleted", "Profile/coder refused", "Host/local not_found"},
+			after: []string{"profiles.yaml"},
+		},
+		{
+			name: "selector",
+			existing: map[string]string{"applied/profile-coder.yaml": coder, "applied/profile-writer.yaml": writer,
+				"applied/profile-other.yaml": strings.ReplaceAll(coder, "coder", "other")},
+			req:   localapi.DeleteRequest{Kind: "Profile", Selector: "team in (platform, web)"},
+			want:  []string{"Profile/coder deleted", "Profile/other deleted"},
+			after: []string{"applied/profile-writer.yaml"},
+		},
+		{
+			name:     "selector_matching_nothing",
+			existing: map[string]string{"applied/profile-writer.yaml": writer},
+			req:      localapi.DeleteRequest{Kind: "Profile", Selector: "team"},
+			want:     nil,
+			after:    []string{"applied/profile-writer.yaml"},
+		},
+		{
+			name:     "status_in_the_files_is_ignored",
+			existing: map[string]string{"applied/profile-writer.yaml": writer},
+			req: localapi.DeleteRequest{Files: []localapi.ApplyFile{
+				file("got.yaml", writer+"status: {agents: 1}\n"),
+			}},
+			want:  []string{"Profile/writer deleted"},
+			after: nil,
 		},
 	}
 	for _, tc := range tests {
@@ -655,7 +688,9 @@ func TestDeleteRefusesBadRequests(t *testing.T) {
 		{name: "unknown_kind", req: localapi.DeleteRequest{Kind: "Pod", Name: "x"}, want: `unknown kind "Pod"`},
 		{name: "bad_name", req: localapi.DeleteRequest{Kind: "Profile", Name: "../x"}, want: `invalid name "../x"`},
 		{name: "nothing", req: localapi.DeleteRequest{}, want: "nothing to delete"},
-		{name: "both", req: localapi.DeleteRequest{Kind: "Profile", Name: "x", Files: []localapi.ApplyFile{file("a.yaml", coder)}}, want: "not both"},
+		{name: "both", req: localapi.DeleteRequest{Kind: "Profile", Name: "x", Files: []localapi.ApplyFile{file("a.yaml", coder)}}, want: "or files, not more"},
+		{name: "name_and_selector", req: localapi.DeleteRequest{Kind: "Profile", Name: "x", Selector: "a=b"}, want: "not both"},
+		{name: "bad_selector", req: localapi.DeleteRequest{Kind: "Profile", Selector: "a in b"}, want: `label selector "a in b"`},
 		{name: "invalid_file", req: localapi.DeleteRequest{Files: []localapi.ApplyFile{file("a.yaml", "kind: [\n")}}, want: "syntax error"},
 	}
 	for _, tc := range tests {
@@ -693,6 +728,41 @@ func TestApplyThenDeleteBeforeTheSourceCatchesUp(t *testing.T) {
 	}
 	if got := tree(t, dir); len(got) != 0 {
 		t.Errorf("config dir after Delete = %q, want empty", got)
+	}
+}
+
+// TestDeleteTwiceBeforeTheSourceCatchesUp deletes an object a second
+// time with declarations scanned before the first: the file on disk is
+// gone, so the object is not found, not deleted again.
+func TestDeleteTwiceBeforeTheSourceCatchesUp(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "applied/profile-coder.yaml", coder)
+	stale := scan(t, dir)
+	req := localapi.DeleteRequest{Kind: "Profile", Name: "coder"}
+	for _, want := range []string{"Profile/coder deleted", "Profile/coder not_found"} {
+		res, err := Delete(t.Context(), dir, stale, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := actions(res.Outcomes); !slices.Equal(got, []string{want}) {
+			t.Errorf("Delete = %q, want %q", got, want)
+		}
+	}
+}
+
+// TestApplyTakesWhatGetPrints applies an object as marshalctl get -o yaml
+// prints it, status and all: the file written holds none of it.
+func TestApplyTakesWhatGetPrints(t *testing.T) {
+	dir := t.TempDir()
+	got := strings.Replace(writer, "{name: writer}", `{name: writer, generation: 4, creationTimestamp: "2025-03-01T11:00:00Z"}`, 1) +
+		"status: {agents: 1, slice: marshal-writer.slice}\n"
+	res := apply(t, dir, false, file("got.yaml", got))
+	if len(res.Errors) > 0 || !slices.Equal(actions(res.Outcomes), []string{"Profile/writer created"}) {
+		t.Fatalf("Apply = %+v %+v, want created", res.Outcomes, res.Errors)
+	}
+	f := loader.LoadFile(filepath.Join(dir, "applied/profile-writer.yaml"))
+	if len(f.Errors) > 0 {
+		t.Errorf("the applied file does not load strictly: %s", errorsOf(f))
 	}
 }
 

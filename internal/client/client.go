@@ -55,11 +55,27 @@ func (c *Client) Info(ctx context.Context) (localapi.Info, error) {
 // List returns every object of kind (any name localapi.ResourceFor knows),
 // sorted by name, each as the daemon encoded it.
 func (c *Client) List(ctx context.Context, kind string) ([]json.RawMessage, error) {
+	return c.ListSelected(ctx, kind, "")
+}
+
+// ListSelected is List of the objects whose labels match selector, a
+// label selector as kubectl's -l takes it ("team=platform,tier!=gold",
+// "env in (dev,ci)"), which the daemon parses; "" selects every object.
+// A selector that does not parse is a *localapi.Error with code
+// BAD_REQUEST.
+func (c *Client) ListSelected(ctx context.Context, kind, selector string) ([]json.RawMessage, error) {
 	var list localapi.ObjectList
-	if err := c.do(ctx, methodGet, objectsPath(kind, ""), nil, nil, &list); err != nil {
+	if err := c.do(ctx, methodGet, objectsPath(kind, ""), selectorQuery(selector), nil, &list); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+func selectorQuery(selector string) url.Values {
+	if selector == "" {
+		return nil
+	}
+	return url.Values{localapi.SelectorParam: {selector}}
 }
 
 // Get returns one object. A missing one is a *localapi.Error with code
@@ -77,8 +93,23 @@ func (c *Client) Get(ctx context.Context, kind, name string) (json.RawMessage, e
 // error (returned as is), or the daemon ends the stream (ErrStreamEnded,
 // or the *localapi.Error it ended with).
 func (c *Client) Watch(ctx context.Context, kind string, fn func(localapi.WatchEvent) error) error {
-	q := url.Values{localapi.WatchParam: {"1"}}
-	return c.stream(ctx, objectsPath(kind, ""), q, func(line []byte) error {
+	return c.WatchSelected(ctx, kind, "", nil, fn)
+}
+
+// WatchSelected is Watch of the objects that match selector, as
+// ListSelected selects them: an object that stops matching is DELETED.
+// When started is not nil it is called once, before any event, when the
+// daemon has taken the list the watch starts from: every change after
+// started was called is in the stream, so a caller that reads the state
+// in started misses nothing between that read and the events. An error
+// from started ends the watch and is returned.
+func (c *Client) WatchSelected(ctx context.Context, kind, selector string, started func() error, fn func(localapi.WatchEvent) error) error {
+	q := selectorQuery(selector)
+	if q == nil {
+		q = url.Values{}
+	}
+	q.Set(localapi.WatchParam, "1")
+	return c.stream(ctx, objectsPath(kind, ""), q, started, func(line []byte) error {
 		var ev localapi.WatchEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("reading the watch: %w", err)
@@ -111,7 +142,7 @@ func (c *Client) Events(ctx context.Context, obj v1alpha1.ObjectReference, after
 func (c *Client) WatchEvents(ctx context.Context, obj v1alpha1.ObjectReference, after uint64, fn func(v1alpha1.Event) error) error {
 	q := eventsQuery(obj, after)
 	q.Set(localapi.WatchParam, "1")
-	return c.stream(ctx, localapi.EventsPath, q, func(line []byte) error {
+	return c.stream(ctx, localapi.EventsPath, q, nil, func(line []byte) error {
 		var ev v1alpha1.Event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("reading the event stream: %w", err)
@@ -147,6 +178,14 @@ func (c *Client) Doctor(ctx context.Context) (localapi.Doctor, error) {
 	var d localapi.Doctor
 	err := c.do(ctx, methodGet, localapi.DoctorPath, nil, nil, &d)
 	return d, err
+}
+
+// Render applies the templates of req to its documents. A template that
+// does not parse is a *localapi.Error with code BAD_REQUEST.
+func (c *Client) Render(ctx context.Context, req localapi.RenderRequest) (localapi.RenderResult, error) {
+	var res localapi.RenderResult
+	err := c.do(ctx, methodPost, localapi.RenderPath, nil, &req, &res)
+	return res, err
 }
 
 // objectsPath is the route of kind's objects, or of one of them. A kind
@@ -220,9 +259,15 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	})
 }
 
-// stream sends a watch request and calls fn with each line of the answer.
-func (c *Client) stream(ctx context.Context, path string, q url.Values, fn func(line []byte) error) error {
+// stream sends a watch request, calls started (when not nil) once the
+// daemon has answered, and then fn with each line of the answer.
+func (c *Client) stream(ctx context.Context, path string, q url.Values, started func() error, fn func(line []byte) error) error {
 	return c.request(ctx, methodGet, path, q, nil, func(resp *Response) error {
+		if started != nil {
+			if err := started(); err != nil {
+				return err
+			}
+		}
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 0, 64<<10), maxStreamLine)
 		for sc.Scan() {

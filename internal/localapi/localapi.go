@@ -24,6 +24,9 @@ const (
 	// MetricsPath answers marshald's metrics in the Prometheus text
 	// format.
 	MetricsPath = "/metrics"
+	// RenderPath applies JSONPath templates to documents (POST a
+	// RenderRequest; the answer is a RenderResult).
+	RenderPath = "/v1/render"
 )
 
 // Query parameters.
@@ -37,6 +40,10 @@ const (
 	NameParam = "name"
 	// AfterParam lists only events with a larger Seq.
 	AfterParam = "after"
+	// SelectorParam narrows a list or a watch of objects to those whose
+	// labels match a label selector, in the syntax of Kubernetes'
+	// labelSelector ("team=platform", "env in (dev,ci)", "!retired").
+	SelectorParam = "labelSelector"
 )
 
 // Resource is a kind as the CLI and the routes name it.
@@ -188,13 +195,16 @@ type ApplyResult struct {
 	Confirmed bool `json:"confirmed,omitempty"`
 }
 
-// DeleteRequest asks the daemon to stop declaring objects: by name, or
-// every object the files declare.
+// DeleteRequest asks the daemon to stop declaring objects: by name, every
+// object of Kind whose labels match Selector, or every object the files
+// declare.
 type DeleteRequest struct {
-	Kind   string      `json:"kind,omitempty"`
-	Name   string      `json:"name,omitempty"`
-	Files  []ApplyFile `json:"files,omitempty"`
-	DryRun bool        `json:"dryRun,omitempty"`
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Selector is a label selector, as SelectorParam takes it.
+	Selector string      `json:"selector,omitempty"`
+	Files    []ApplyFile `json:"files,omitempty"`
+	DryRun   bool        `json:"dryRun,omitempty"`
 }
 
 // DeleteResult answers a delete.
@@ -202,6 +212,29 @@ type DeleteResult struct {
 	Outcomes []Outcome       `json:"outcomes"`
 	Errors   []ManifestError `json:"errors,omitempty"`
 	DryRun   bool            `json:"dryRun,omitempty"`
+}
+
+// RenderRequest asks the daemon to apply JSONPath templates, as kubectl's
+// -o jsonpath and -o custom-columns do, to documents marshalctl already
+// has. marshalctl sends them rather than link the template engine, whose
+// start-up every command, run included, would pay.
+type RenderRequest struct {
+	// Template, when set, is applied to each document, as
+	// k8s.io/client-go/util/jsonpath executes it.
+	Template string `json:"template,omitempty"`
+	// Columns, when set, are templates whose results in each document
+	// are its cells: the values joined by ",", or "<none>".
+	Columns []string `json:"columns,omitempty"`
+	// Documents are JSON documents: objects, or Lists.
+	Documents []json.RawMessage `json:"documents"`
+}
+
+// RenderResult answers a RenderRequest, one entry per document.
+type RenderResult struct {
+	// Outputs are the template's output for each document.
+	Outputs []string `json:"outputs,omitempty"`
+	// Cells are the columns' cells for each document.
+	Cells [][]string `json:"cells,omitempty"`
 }
 
 // ConfirmEmptyResult answers a confirmation of an emptied config dir.

@@ -93,6 +93,7 @@ var commands = []struct {
 	{"apply", newApplyCmd},
 	{"diff", newDiffCmd},
 	{"delete", newDeleteCmd},
+	{"wait", newWaitCmd},
 	{"doctor", newDoctorCmd},
 	{"identify", newIdentifyCmd},
 	{"run", newRunCmd},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,7 +65,28 @@ func TestGolden(t *testing.T) {
 		{name: "get_missing", args: []string{"get", "workspace", "nope"}},
 		{name: "get_unknown_kind", args: []string{"get", "pods"}},
 		{name: "get_bad_output", args: []string{"get", "profiles", "-o", "table"}},
-		{name: "get_too_many_args", args: []string{"get", "profiles", "a", "b"}},
+		{name: "get_several_names", args: []string{"get", "profiles", "coder", "nope"}},
+		{name: "get_several_kinds", args: []string{"get", "profiles,ws"}},
+		{name: "get_all", args: []string{"get", "all"}},
+		{name: "get_all_wide", args: []string{"get", "all", "-o", "wide"}},
+		{name: "get_by_kind_and_name", args: []string{"get", "profile/coder", "ws/docs", "-o", "name"}},
+		{name: "get_names_need_one_kind", args: []string{"get", "profiles,ws", "coder"}},
+		{name: "get_mixed_name_forms", args: []string{"get", "profile/coder", "docs"}},
+		{name: "get_selector_equality", args: []string{"get", "profiles", "-l", "team=platform"}},
+		{name: "get_selector_set", args: []string{"get", "profiles", "--selector", "tier in (gold,silver),!retired"}},
+		{name: "get_selector_not_in", args: []string{"get", "profiles", "-l", "tier notin (gold)"}},
+		{name: "get_selector_matches_none", args: []string{"get", "profiles,workspaces", "-l", "team=web"}},
+		{name: "get_selector_invalid", args: []string{"get", "profiles", "-l", "tier in gold"}},
+		{name: "get_selector_and_names", args: []string{"get", "profiles", "coder", "-l", "team"}},
+		{name: "get_selector_yaml", args: []string{"get", "profiles", "-l", "team", "-o", "yaml"}},
+		{name: "get_output_name", args: []string{"get", "all", "-o", "name"}},
+		{name: "get_jsonpath_list", args: []string{"get", "ws", "-o", "jsonpath={range .items[*]}{.metadata.name}{\"\\t\"}{.spec.root}{\"\\n\"}{end}"}},
+		{name: "get_jsonpath_object", args: []string{"get", "pr", "coder", "-o", "jsonpath={.spec.limits.memory_bytes} {.status.conditions[?(@.type==\"Ready\")].status}"}},
+		{name: "get_jsonpath_invalid", args: []string{"get", "pr", "-o", "jsonpath={.items[}"}},
+		{name: "get_jsonpath_needs_a_template", args: []string{"get", "pr", "-o", "jsonpath"}},
+		{name: "get_custom_columns", args: []string{"get", "profiles,ws", "-o",
+			"custom-columns=NAME:.metadata.name,KIND:kind,READY:{.status.conditions[?(@.type==\"Ready\")].status},TEAM:.metadata.labels.team"}},
+		{name: "get_custom_columns_invalid", args: []string{"get", "ws", "-o", "custom-columns=NAME"}},
 		{name: "get_warns_about_the_config_dir", args: []string{"get", "profiles"}, setup: func(t *testing.T, h *harness) {
 			h.d.SetInfo(localapi.Info{Source: localapi.SourceStatus{
 				Dir: "/etc/marshal/manifests.d",
@@ -91,7 +113,12 @@ func TestGolden(t *testing.T) {
 		{name: "describe_host", args: []string{"describe", "host", "local"}},
 		{name: "describe_agent", args: []string{"describe", "agent", "marshal-coder-" + agentID + ".scope"}},
 		{name: "describe_missing", args: []string{"describe", "profile", "nope"}},
-		{name: "describe_needs_a_name", args: []string{"describe", "profile"}},
+		{name: "describe_needs_a_kind", args: []string{"describe"}},
+		{name: "describe_every_host", args: []string{"describe", "host"}},
+		{name: "describe_every_workspace", args: []string{"describe", "workspaces"}},
+		{name: "describe_by_kind_and_name", args: []string{"describe", "ws/webapp", "profile/writer"}},
+		{name: "describe_selector", args: []string{"describe", "profiles", "-l", "tier=gold"}},
+		{name: "describe_selector_matches_none", args: []string{"describe", "profiles", "-l", "tier=tin"}},
 
 		// events
 		{name: "events", args: []string{"events"}},
@@ -157,13 +184,45 @@ func TestGolden(t *testing.T) {
 				h.applyNow(t, "testdata/manifests/team/webapp.yaml")
 				h.writeConfig(t, "writer.yml", sharedProfiles[strings.Index(sharedProfiles, "---\n")+4:])
 			}},
+		{name: "delete_twice", args: []string{"delete", "profile", "coder"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml")
+				if r := h.run(t, "", "delete", "profile", "coder"); r.code != 0 {
+					t.Fatalf("first delete: %+v", r)
+				}
+			}},
+		{name: "delete_ignore_not_found", args: []string{"delete", "ws/nope", "profile/coder", "--ignore-not-found"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml", "testdata/manifests/team/writer.yaml")
+			}},
+		{name: "delete_selector", args: []string{"delete", "profiles", "-l", "team=platform"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml", "testdata/manifests/team/writer.yaml")
+			}},
+		{name: "delete_selector_matches_none", args: []string{"delete", "profiles", "-l", "team=web"},
+			setup: func(t *testing.T, h *harness) { h.applyNow(t, "testdata/manifests/coder.yaml") }},
+		{name: "delete_needs_names", args: []string{"delete", "profiles"}},
+		{name: "delete_the_last_object", args: []string{"delete", "profile", "coder"},
+			setup: func(t *testing.T, h *harness) {
+				h.applyNow(t, "testdata/manifests/coder.yaml")
+				h.d.SetInfo(localapi.Info{Source: localapi.SourceStatus{Dir: "/etc/marshal/manifests.d", Files: 1, Objects: 1}})
+			}},
 		{name: "delete_agent", args: []string{"delete", "agent", "marshal-coder-" + agentID + ".scope"}},
+		// wait
+		{name: "wait_condition_met", args: []string{"wait", "--for=condition=Ready", "workspace/webapp", "profile/coder"}},
+		{name: "wait_condition_value", args: []string{"wait", "--for", "condition=ready=false", "ws", "docs"}},
+		{name: "wait_selector", args: []string{"wait", "--for=condition=Ready", "profiles", "-l", "team"}},
+		{name: "wait_delete_of_nothing", args: []string{"wait", "--for=delete", "ws/nope"}},
+		{name: "wait_condition_of_nothing", args: []string{"wait", "--for=condition=Ready", "ws/nope"}},
+		{name: "wait_timeout", args: []string{"wait", "--for=condition=Ready", "ws/docs", "--timeout=1ms"}},
+		{name: "wait_bad_for", args: []string{"wait", "--for=ready", "ws/docs"}},
+		{name: "wait_needs_objects", args: []string{"wait", "--for=delete", "ws"}},
 		{name: "delete_name_and_files", args: []string{"delete", "profile", "coder", "-f", "testdata/manifests/coder.yaml"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			if tc.setup == nil || strings.HasPrefix(tc.name, "get_") || strings.HasPrefix(tc.name, "doctor") {
+			if tc.setup == nil || strings.HasPrefix(tc.name, "get_") || strings.HasPrefix(tc.name, "doctor") || strings.HasPrefix(tc.name, "wait_") {
 				h.withFixture()
 			}
 			if tc.setup != nil {
@@ -334,4 +393,102 @@ func TestWatchEvents(t *testing.T) {
 		t.Errorf("events -w interrupted: exit %d, %q", r.code, r.stderr)
 	}
 	golden(t, "events_watch", r.stdout)
+}
+
+// TestGetOutputAppliesBack pipes what get prints, status and all, into
+// apply: as YAML, as JSON, one object and lists of several kinds.
+func TestGetOutputAppliesBack(t *testing.T) {
+	for _, args := range [][]string{
+		{"get", "profiles,workspaces", "-o", "yaml"},
+		{"get", "profiles,workspaces,hosts", "-o", "json"},
+		{"get", "profile", "coder", "-o", "yaml"},
+	} {
+		t.Run(strings.Join(args[1:], "_"), func(t *testing.T) {
+			h := newHarness(t).withFixture()
+			got := h.run(t, "", args...)
+			if got.code != 0 {
+				t.Fatalf("%v: %+v", args, got)
+			}
+			if !strings.Contains(got.stdout, "status") || !strings.Contains(got.stdout, "generation") {
+				t.Fatalf("%v printed no status and generation; the test needs them:\n%s", args, got.stdout)
+			}
+			applied := h.run(t, got.stdout, "apply", "-f", "-")
+			if applied.code != 0 {
+				t.Fatalf("apply of what %v printed: %+v", args, applied)
+			}
+			res, err := loader.LoadDir(t.Context(), h.config)
+			if err != nil || len(res.Errors) > 0 || len(res.Objects) == 0 {
+				t.Fatalf("the config dir after apply does not load strictly: %v %v", err, res.Errors)
+			}
+			if diff := h.run(t, got.stdout, "diff", "-f", "-"); diff.code != 0 || diff.stdout != "" {
+				t.Errorf("diff of what %v printed, right after applying it: %+v, want none", args, diff)
+			}
+		})
+	}
+}
+
+// TestDeleteWaitsUntilGone deletes while marshald lags the config dir,
+// as its manifest source does: delete returns only once marshald no
+// longer has the object, unless --wait=false.
+func TestDeleteWaitsUntilGone(t *testing.T) {
+	h := newHarness(t)
+	h.applyNow(t, "testdata/manifests/coder.yaml", "testdata/manifests/team/writer.yaml")
+	h.d.Lag()
+
+	if r := h.run(t, "", "delete", "profile", "writer", "--wait=false"); r.code != 0 {
+		t.Fatalf("delete --wait=false: %+v", r)
+	}
+	if r := h.run(t, "", "get", "profile", "writer"); r.code != 0 {
+		t.Fatalf("get right after delete --wait=false: %+v; the test needs marshald to lag", r)
+	}
+
+	out, errOut := newSyncBuffer(), newSyncBuffer()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), []string{"--socket", h.socket, "delete", "profile", "coder"},
+			Streams{In: strings.NewReader(""), Out: out, Err: errOut})
+	}()
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "profile/coder deleted") }, "delete's outcome")
+	select {
+	case err := <-done:
+		t.Fatalf("delete returned (%v) while marshald still had the object", err)
+	default:
+	}
+	if err := h.d.CatchUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("delete: %v, %q", err, errOut.String())
+	}
+	if r := h.run(t, "", "get", "profiles"); r.code != 0 || strings.Contains(r.stdout, "coder") || strings.Contains(r.stdout, "writer") {
+		t.Errorf("get right after delete: %+v, want neither profile", r)
+	}
+}
+
+// TestWaitFollowsChanges waits for a condition that a later change
+// meets, and for an object that a later change removes.
+func TestWaitFollowsChanges(t *testing.T) {
+	h := newHarness(t).withFixture()
+	wait := func(args ...string) (*syncBuffer, chan error) {
+		out := newSyncBuffer()
+		done := make(chan error, 1)
+		go func() {
+			done <- Run(t.Context(), append([]string{"--socket", h.socket, "wait", "--timeout=0"}, args...),
+				Streams{In: strings.NewReader(""), Out: out, Err: io.Discard})
+		}()
+		return out, done
+	}
+	readyOut, ready := wait("--for=condition=Ready", "ws/docs")
+	goneOut, gone := wait("--for=delete", "profile/writer")
+
+	docs := fixture()[3].(*v1alpha1.Workspace)
+	docs.Status.Conditions[0] = v1alpha1.Condition{Type: "Ready", Status: "True", Reason: "RootFound", LastTransitionTime: now}
+	h.d.Set(docs)
+	if err := <-ready; err != nil || readyOut.String() != "workspace/docs condition met\n" {
+		t.Errorf("wait for Ready: %v, %q", err, readyOut.String())
+	}
+	h.d.Remove("Profile", "writer")
+	if err := <-gone; err != nil || goneOut.String() != "profile/writer deleted\n" {
+		t.Errorf("wait for delete: %v, %q", err, goneOut.String())
+	}
 }

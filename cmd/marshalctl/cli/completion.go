@@ -82,7 +82,7 @@ var completionTimeout = 2 * time.Second
 
 // outputFormats are the values of each command's -o flag.
 var outputFormats = map[string][]string{
-	"get":      {"wide", "yaml", "json"},
+	"get":      {"wide", "yaml", "json", "name"},
 	"identify": {"json"},
 	"validate": {"json"},
 	"version":  {"json"},

@@ -82,7 +82,7 @@ func TestCompletion(t *testing.T) {
 		{name: "nothing_after_the_name", words: append(sock, "get", "profiles", "coder", ""), directive: noFile},
 		{name: "nothing_for_an_unknown_kind", words: append(sock, "get", "nope", ""), directive: noFile},
 		{name: "nothing_for_delete_with_files", words: append(sock, "delete", "-f", "x.yaml", ""), directive: noFile},
-		{name: "output_of_get", words: []string{"get", "profiles", "-o", ""}, want: []string{"wide", "yaml", "json"}, directive: noFile},
+		{name: "output_of_get", words: []string{"get", "profiles", "-o", ""}, want: []string{"wide", "yaml", "json", "name"}, directive: noFile},
 		{name: "output_of_identify", words: []string{"identify", "-o", ""}, want: []string{"json"}, directive: noFile},
 		{name: "output_of_validate", words: []string{"validate", "-o", ""}, want: []string{"json"}, directive: noFile},
 		{name: "output_of_version", words: []string{"version", "-o", ""}, want: []string{"json"}, directive: noFile},

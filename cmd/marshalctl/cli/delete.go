@@ -1,45 +1,68 @@
 package cli
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/spf13/cobra"
 
+	"github.com/marshal-dev/marshal/internal/client"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
-const deleteLong = `Delete stops declaring objects: it removes from marshald's config dir the
-file that declares each one, whatever its name, when that file declares
-nothing else. An object that shares its file with others is refused, with
-the file to edit instead.
+const deleteLong = `Delete stops declaring objects that marshalctl apply declared: it removes
+the file apply wrote for each (applied/<kind>-<name>.yaml in marshald's
+config dir). An object declared in any other file is refused, with the
+file to edit instead: like apply, delete never changes a file someone
+wrote, since the config dir is often a git checkout.
 
-Name one object as KIND NAME, or every object some manifests declare with
--f FILE|DIR|- (repeatable; checked here first, as apply does). --dry-run
-reports what would be done and removes nothing.
+Name objects as KIND NAME…, KIND/NAME…, every applied object of a kind
+whose labels match a selector with KIND -l SELECTOR, or every object
+some manifests declare with -f FILE|DIR|- (repeatable; checked here
+first, as apply does; status and other fields marshald writes are
+ignored, so what get -o yaml prints will do). --dry-run reports what
+would be done and removes nothing.
+
+An object that nothing declares is not found; --ignore-not-found makes
+that no error. With --wait (the default) delete returns once marshald
+no longer has the objects, so a get right after does not show them;
+--timeout bounds that wait.
 
 What deleting an object means for the host is marshald's to do: a deleted
 profile's agents are kept or stopped as its orphans policy says.
 
 Exit status: 0 when everything was deleted, 1 when an object was not found
-or was refused (or a manifest is invalid), 2 on a usage error, 3 when a
-file cannot be read or marshald cannot be reached.`
+(without --ignore-not-found) or was refused, a manifest is invalid, or the
+wait timed out, 2 on a usage error, 3 when a file cannot be read or
+marshald cannot be reached.`
 
 func newDeleteCmd(g *globals, s Streams) *cobra.Command {
 	var (
-		files  []string
-		dryRun bool
+		files          []string
+		selector       string
+		dryRun         bool
+		ignoreNotFound bool
+		wait           bool
+		timeout        time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "delete KIND NAME | -f FILE|DIR|- [--dry-run]",
-		Short: "Stop declaring objects by removing their files from the config dir",
+		Use:   "delete KIND NAME…|KIND/NAME…|KIND -l SELECTOR | -f FILE|DIR|- [--dry-run] [--ignore-not-found] [--wait=false]",
+		Short: "Stop declaring objects by removing the files apply wrote for them",
 		Long:  deleteLong,
 		Example: `  marshalctl delete profile coder
-  marshalctl delete -f coder.yaml --dry-run`,
+  marshalctl delete ws/webapp ws/docs
+  marshalctl delete ws -l team=platform
+  marshalctl delete -f coder.yaml --dry-run
+  marshalctl get ws webapp -o yaml | marshalctl delete -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := localapi.DeleteRequest{DryRun: dryRun}
+			if timeout < 0 {
+				return usageError("--timeout %s: want a duration that is not negative", timeout)
+			}
+			var reqs []localapi.DeleteRequest
 			switch {
-			case len(files) > 0 && len(args) > 0:
-				return usageError("delete takes KIND NAME or -f, not both")
-			case len(files) == 0 && len(args) != 2:
-				return usageError("delete needs KIND NAME, or -f FILE|DIR|-")
+			case len(files) > 0 && (len(args) > 0 || selector != ""):
+				return usageError("delete takes KIND NAME…, KIND -l SELECTOR or -f, not more than one")
 			case len(files) > 0:
 				m, err := readManifests(cmd.Context(), s.In, files)
 				if err != nil {
@@ -49,33 +72,122 @@ func newDeleteCmd(g *globals, s Streams) *cobra.Command {
 					writeManifestErrors(s.Err, m.Errors, "nothing was deleted")
 					return &ExitError{Code: ExitNo, Silent: true}
 				}
-				req.Files = m.Files
+				reqs = append(reqs, localapi.DeleteRequest{Files: m.Files})
+			case len(args) == 0:
+				return usageError("delete needs KIND NAME, KIND -l SELECTOR, or -f FILE|DIR|-")
 			default:
-				res, err := resourceArg(args[0])
+				t, err := parseTargets(args, selector)
 				if err != nil {
 					return err
 				}
-				req.Kind, req.Name = res.Kind, args[1]
+				switch {
+				case len(t.names) > 0:
+					for _, n := range t.names {
+						reqs = append(reqs, localapi.DeleteRequest{Kind: n.res.Kind, Name: n.name})
+					}
+				case selector == "":
+					return usageError("delete needs names, or -l SELECTOR: delete %s NAME", args[0])
+				default:
+					for _, res := range t.kinds {
+						reqs = append(reqs, localapi.DeleteRequest{Kind: res.Kind, Selector: selector})
+					}
+				}
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			res, err := c.Delete(cmd.Context(), req)
-			if err != nil {
-				return daemonError(err)
+			ctx := cmd.Context()
+			var outcomes []localapi.Outcome
+			for _, req := range reqs {
+				req.DryRun = dryRun
+				res, err := c.Delete(ctx, req)
+				if err != nil {
+					return daemonError(err)
+				}
+				if len(res.Errors) > 0 {
+					writeManifestErrors(s.Err, res.Errors, "nothing was deleted")
+					return &ExitError{Code: ExitNo, Silent: true}
+				}
+				outcomes = append(outcomes, res.Outcomes...)
 			}
-			if len(res.Errors) > 0 {
-				writeManifestErrors(s.Err, res.Errors, "nothing was deleted")
-				return &ExitError{Code: ExitNo, Silent: true}
+			if ignoreNotFound {
+				outcomes = slicesDeleteNotFound(outcomes)
 			}
-			if writeOutcomes(s, res.Outcomes, res.DryRun) > 0 {
+			if len(outcomes) == 0 && selector != "" {
+				fmt.Fprintln(s.Err, "No resources found.")
+				return nil
+			}
+			failed := writeOutcomes(s, outcomes, dryRun)
+			if wait && !dryRun {
+				if err := awaitDeleted(ctx, s, c, outcomes, timeout); err != nil {
+					return err
+				}
+			}
+			if failed > 0 {
 				return &ExitError{Code: ExitNo, Silent: true}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "delete every object these manifests declare: file, directory, or - (repeatable)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be done; remove nothing")
+	f := cmd.Flags()
+	f.StringArrayVarP(&files, "filename", "f", nil, "delete every object these manifests declare: file, directory, or - (repeatable)")
+	f.StringVarP(&selector, "selector", "l", "", "delete the objects of KIND whose labels match this selector")
+	f.BoolVar(&dryRun, "dry-run", false, "report what would be done; remove nothing")
+	f.BoolVar(&ignoreNotFound, "ignore-not-found", false, "an object that is not found is not an error")
+	f.BoolVar(&wait, "wait", true, "return once marshald no longer has the deleted objects")
+	f.DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long; 0 waits as long as it takes")
 	return cmd
+}
+
+// slicesDeleteNotFound drops the objects that were not found.
+func slicesDeleteNotFound(outs []localapi.Outcome) []localapi.Outcome {
+	kept := outs[:0]
+	for _, o := range outs {
+		if o.Action != localapi.ActionNotFound {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+// awaitDeleted waits until marshald no longer has the deleted objects,
+// unless its config dir is held or this delete emptied it: marshald then
+// keeps them until the emptying is confirmed, and it says so.
+func awaitDeleted(ctx context.Context, s Streams, c *client.Client, outs []localapi.Outcome, timeout time.Duration) error {
+	var gone []namedObject
+	for _, o := range outs {
+		if o.Action != localapi.ActionDeleted {
+			continue
+		}
+		res, ok := localapi.ResourceFor(o.Kind)
+		if !ok {
+			continue
+		}
+		gone = append(gone, namedObject{res: res, name: o.Name})
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return daemonError(err)
+	}
+	if info.Source.Held || info.Source.Objects <= len(gone) {
+		fmt.Fprintf(s.Err, "warning: the config dir %s declares nothing else now, so marshald holds its objects "+
+			"rather than delete them all; confirm with marshalctl apply --allow-empty\n", info.Source.Dir)
+		return nil
+	}
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for _, o := range gone {
+		if err := awaitObject(wctx, c, o, waitDeleted.met); err != nil {
+			return waitError(wctx, ctx, err, o, timeout)
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -17,26 +18,31 @@ import (
 // describeEvents is how many of an object's latest events describe shows.
 const describeEvents = 20
 
-const describeLong = `Describe shows one object in full: its spec as declared, every status field,
-its conditions (why it is or is not Ready, and whether its manifest still
-loads) and its recent events.
+const describeLong = `Describe shows objects in full: the spec as declared, every status field,
+the conditions (why each is or is not Ready, and whether its manifest
+still loads) and the recent events.
 
-KIND is profile, workspace, host or agent, or any name get accepts. An
-agent's NAME is its scope, as marshalctl get agents -o wide shows it.
+KIND is profile, workspace, host or agent, or any name get accepts;
+without a NAME every object of the kind is described (those -l selects,
+with a selector), one after another. Objects may also be named as
+KIND/NAME. An agent's NAME is its scope, as marshalctl get agents -o wide
+shows it.
 
-Exit status: 0 on success, 1 when the object does not exist, 2 on a usage
-error, 3 when marshald cannot be reached.`
+Exit status: 0 on success, 1 when a named object does not exist, 2 on a
+usage error, 3 when marshald cannot be reached.`
 
 func newDescribeCmd(g *globals, s Streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "describe KIND NAME",
-		Short: "Show one object: spec, status, conditions and recent events",
+	var selector string
+	cmd := &cobra.Command{
+		Use:   "describe KIND [NAME…] | KIND/NAME… [-l SELECTOR]",
+		Short: "Show objects in full: spec, status, conditions and recent events",
 		Long:  describeLong,
 		Example: `  marshalctl describe workspace docs
-  marshalctl describe profile coder`,
-		Args: exactArgs(2),
+  marshalctl describe profile coder
+  marshalctl describe host
+  marshalctl describe ws -l team=platform`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := resourceArg(args[0])
+			t, err := parseTargets(args, selector)
 			if err != nil {
 				return err
 			}
@@ -45,22 +51,55 @@ func newDescribeCmd(g *globals, s Streams) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			obj, err := c.Get(ctx, res.Plural, args[1])
+			got, err := t.fetch(ctx, c, selector)
 			if err != nil {
-				return notFoundHint(daemonError(err), res)
+				return err
 			}
-			events, err := c.Events(ctx, v1alpha1.ObjectReference{Kind: res.Kind, Name: args[1]}, 0)
+			var events []v1alpha1.Event
+			if len(t.names) == 1 {
+				n := t.names[0]
+				events, err = c.Events(ctx, v1alpha1.ObjectReference{Kind: n.res.Kind, Name: n.name}, 0)
+			} else {
+				// One request for every object's events.
+				events, err = c.Events(ctx, v1alpha1.ObjectReference{}, 0)
+			}
 			if err != nil {
 				return daemonError(err)
 			}
-			out, err := describe(res, obj, events)
-			if err != nil {
-				return &ExitError{Code: ExitFailure, Err: err}
+			var b strings.Builder
+			for _, f := range got {
+				for _, obj := range f.items {
+					out, err := describe(f.res, obj, eventsOf(events, f.res.Kind, objectName(obj)))
+					if err != nil {
+						return &ExitError{Code: ExitFailure, Err: err}
+					}
+					if b.Len() > 0 {
+						b.WriteString("\n\n")
+					}
+					b.WriteString(out)
+				}
 			}
-			_, err = fmt.Fprint(s.Out, out)
+			if b.Len() == 0 {
+				fmt.Fprintln(s.Err, noneFound(t))
+				return nil
+			}
+			_, err = io.WriteString(s.Out, b.String())
 			return err
 		},
 	}
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "describe the objects whose labels match this selector")
+	return cmd
+}
+
+// eventsOf returns the events about the object kind/name, in order.
+func eventsOf(events []v1alpha1.Event, kind, name string) []v1alpha1.Event {
+	var out []v1alpha1.Event
+	for _, e := range events {
+		if e.Object.Kind == kind && e.Object.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // describe writes an object as describe shows it.

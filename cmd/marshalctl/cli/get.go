@@ -15,49 +15,63 @@ import (
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
-const getLong = `Get lists the objects of one kind as marshald sees them, with their status,
-or shows one object by name.
+const getLong = `Get lists objects as marshald sees them, with their status, or shows the
+objects named.
 
 KIND is profiles, workspaces, hosts or agents, or a short name: profile,
-prof, pr; workspace, ws; host; agent, ag.
+prof, pr; workspace, ws; host; agent, ag. Several kinds are separated by
+commas (profiles,workspaces); all is every kind. Objects are named after
+one KIND, or each as KIND/NAME (profile/coder ws/webapp).
 
-Output: a table (the default), a wider table (-o wide), or the objects
-themselves (-o yaml, -o json; a list is wrapped as kind List). With -w, get
-keeps printing changes as they happen until interrupted (Ctrl-C).
+-l/--selector narrows a list to the objects whose labels match, in the
+syntax of Kubernetes' label selectors: team=platform, tier!=gold,
+env in (dev,ci), env notin (prod), team (the label is set), !retired;
+requirements separated by commas must all hold. marshald parses it.
+
+Output: a table (the default; with several kinds one table each, names
+as KIND/NAME), a wider table (-o wide), the objects themselves (-o yaml,
+-o json; several objects are wrapped as kind List, which apply takes
+back), KIND/NAME a line (-o name), a JSONPath template applied to the
+object or the List (-o jsonpath='{.items[*].metadata.name}'), or columns
+of your own (-o custom-columns=NAME:.metadata.name,ROOT:.spec.root), as
+kubectl has them. With -w, get keeps printing changes to one kind as
+they happen until interrupted (Ctrl-C).
 
 When the config dir has manifests that fail to load, or is held, a warning
 line goes to standard error.
 
-Exit status: 0 on success, 1 when the named object does not exist, 2 on a
+Exit status: 0 on success, 1 when a named object does not exist, 2 on a
 usage error, 3 when marshald cannot be reached.`
 
 func newGetCmd(g *globals, s Streams) *cobra.Command {
 	var (
-		output string
-		watch  bool
+		outputFlag string
+		selector   string
+		watch      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "get KIND [NAME]",
-		Short: "List objects of one kind, or show one",
+		Use:   "get KIND[,KIND…]|all [NAME…] | KIND/NAME… [-l SELECTOR] [-o FORMAT] [-w]",
+		Short: "List objects of some kinds, or show the ones named",
 		Long:  getLong,
 		Example: `  marshalctl get workspaces
   marshalctl get profile coder -o yaml
+  marshalctl get profiles,workspaces -l team=platform
+  marshalctl get all
   marshalctl get agents -o wide
+  marshalctl get ws -o jsonpath='{.items[*].spec.root}'
+  marshalctl get ws -o custom-columns=NAME:.metadata.name,PROFILE:.spec.profile
   marshalctl get ws -w`,
-		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := resourceArg(args[0])
+			out, err := parseOutput(outputFlag)
 			if err != nil {
 				return err
 			}
-			switch output {
-			case "", "wide", "yaml", "json":
-			default:
-				return usageError("unknown output format %q (want wide, yaml or json)", output)
+			t, err := parseTargets(args, selector)
+			if err != nil {
+				return err
 			}
-			name := ""
-			if len(args) == 2 {
-				name = args[1]
+			if watch && (len(t.kinds) != 1 || len(t.names) > 1) {
+				return usageError("-w watches one kind, or one object of it")
 			}
 			c, err := g.client()
 			if err != nil {
@@ -69,17 +83,22 @@ func newGetCmd(g *globals, s Streams) *cobra.Command {
 				return daemonError(err)
 			}
 			warnSource(s.Err, info.Source)
-			items, err := fetch(ctx, c, res, name)
+			got, err := t.fetch(ctx, c, selector)
 			if err != nil {
 				return err
 			}
 			if watch {
-				return watchObjects(ctx, s, c, res, name, output, items)
+				name := ""
+				if t.single() {
+					name = t.names[0].name
+				}
+				return watchObjects(ctx, s, c, got[0].res, name, selector, printer{out, ctx, c}, got[0].items)
 			}
-			return printObjects(s, res, items, name != "", output)
+			return printObjects(s, t, got, printer{out, ctx, c})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVarP(&outputFlag, "output", "o", "", "output format: "+getOutputFormats)
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only objects whose labels match this selector (team=platform, env in (dev,ci))")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after the current objects, print every change until interrupted")
 	return cmd
 }
@@ -88,22 +107,9 @@ func newGetCmd(g *globals, s Streams) *cobra.Command {
 func resourceArg(kind string) (localapi.Resource, error) {
 	res, ok := localapi.ResourceFor(kind)
 	if !ok {
-		return localapi.Resource{}, usageError("unknown kind %q; known: %s", kind, resourceNames())
+		return localapi.Resource{}, usageError("unknown kind %q; known: %s, or %s", kind, resourceNames(), kindsAll)
 	}
 	return res, nil
-}
-
-// fetch returns the objects of res, or the one named.
-func fetch(ctx context.Context, c *client.Client, res localapi.Resource, name string) ([]json.RawMessage, error) {
-	if name == "" {
-		items, err := c.List(ctx, res.Plural)
-		return items, daemonError(err)
-	}
-	obj, err := c.Get(ctx, res.Plural, name)
-	if err != nil {
-		return nil, notFoundHint(daemonError(err), res)
-	}
-	return []json.RawMessage{obj}, nil
 }
 
 // notFoundHint adds to a NOT_FOUND error how to see what exists.
@@ -115,26 +121,58 @@ func notFoundHint(err error, res localapi.Resource) error {
 	return err
 }
 
-// printObjects prints items in the output format: one object as itself
-// when single, else a table or a List.
-func printObjects(s Streams, res localapi.Resource, items []json.RawMessage, single bool, output string) error {
-	switch output {
-	case "yaml", "json":
-		var doc any = listOf(items)
-		if single {
-			doc = items[0]
-		}
-		return printDocument(s.Out, doc, output)
+// printObjects prints what get fetched in the output format: one object
+// named as itself, several as a List; tables one per kind.
+func printObjects(s Streams, t targets, got []fetched, out printer) error {
+	var all []json.RawMessage
+	for _, f := range got {
+		all = append(all, f.items...)
 	}
-	if len(items) == 0 {
-		fmt.Fprintf(s.Err, "No %s found.\n", res.Plural)
+	if out.structured() {
+		var doc any = listOf(all)
+		if t.single() {
+			doc = all[0]
+		}
+		return out.document(s.Out, doc)
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(s.Err, noneFound(t))
 		return nil
 	}
-	t, rows, _, err := views[res.Kind].table(items, output == "wide")
-	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
+	var b strings.Builder
+	switch out.format {
+	case outputName:
+		for _, f := range got {
+			printNames(&b, f.res, f.items)
+		}
+	case outputCustomColumns:
+		rows, err := out.customRows(all)
+		if err != nil {
+			return err
+		}
+		newTable(out.customHeader()...).write(&b, "", rows)
+	default:
+		for _, f := range got {
+			if len(f.items) == 0 {
+				continue
+			}
+			tbl, rows, _, err := views[f.res.Kind].table(f.items, out.format == outputWide)
+			if err != nil {
+				return &ExitError{Code: ExitFailure, Err: err}
+			}
+			if len(t.kinds) > 1 {
+				for _, r := range rows {
+					r[0] = namedObject{res: f.res, name: r[0]}.ref()
+				}
+			}
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			tbl.write(&b, "", rows)
+		}
 	}
-	return t.write(s.Out, "", rows)
+	_, err := io.WriteString(s.Out, b.String())
+	return err
 }
 
 // objectList is a list as kubectl prints one.
@@ -187,20 +225,34 @@ func objectName(obj json.RawMessage) string {
 
 // watchObjects prints the current objects, then every change, until ctx
 // ends. A table prints a row per change, aligned with the first rows; a
-// deleted object's row ends in "(deleted)". YAML and JSON print the
-// object at each change.
-func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi.Resource, name, output string, items []json.RawMessage) error {
-	wide := output == "wide"
+// deleted object's row ends in "(deleted)". Structured outputs print the
+// object at each change, -o name its KIND/NAME.
+func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi.Resource, name, selector string, out printer, items []json.RawMessage) error {
+	wide := out.format == outputWide
 	v := views[res.Kind]
-	structured := output == "yaml" || output == "json"
 	var (
 		t     *table
 		extra bool
-		// shown holds what the first table printed, so the watch's own
+		// shown holds what the first listing printed, so the watch's own
 		// ADDED events for those objects are not printed twice.
 		shown = map[string]json.RawMessage{}
 	)
-	if !structured {
+	switch {
+	case out.structured():
+	case out.format == outputName:
+		if err := printNames(s.Out, res, items); err != nil {
+			return err
+		}
+	case out.format == outputCustomColumns:
+		rows, err := out.customRows(items)
+		if err != nil {
+			return err
+		}
+		t = newTable(out.customHeader()...)
+		if err := t.write(s.Out, "", rows); err != nil {
+			return err
+		}
+	default:
 		var rows [][]string
 		var err error
 		t, rows, extra, err = v.table(items, wide)
@@ -210,12 +262,14 @@ func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi
 		if err := t.write(s.Out, "", rows); err != nil {
 			return err
 		}
+	}
+	if !out.structured() {
 		for _, item := range items {
 			shown[objectName(item)] = item
 		}
 	}
 	first := true
-	err := c.Watch(ctx, res.Plural, func(ev localapi.WatchEvent) error {
+	err := c.WatchSelected(ctx, res.Plural, selector, nil, func(ev localapi.WatchEvent) error {
 		n := objectName(ev.Object)
 		if name != "" && n != name {
 			return nil
@@ -226,25 +280,42 @@ func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi
 				return nil
 			}
 		}
-		if structured {
-			if output == "yaml" && !first {
+		var row []string
+		switch {
+		case out.structured():
+			if out.format == outputYAML && !first {
 				io.WriteString(s.Out, "---\n")
 			}
 			first = false
-			return printDocument(s.Out, ev.Object, output)
-		}
-		row, err := v.cells(ev.Object, wide, extra)
-		if err != nil {
-			return err
+			return out.document(s.Out, ev.Object)
+		case out.format == outputName:
+			return printNames(s.Out, res, []json.RawMessage{ev.Object})
+		case out.format == outputCustomColumns:
+			rows, err := out.customRows([]json.RawMessage{ev.Object})
+			if err != nil {
+				return err
+			}
+			row = rows[0]
+		default:
+			var err error
+			if row, err = v.cells(ev.Object, wide, extra); err != nil {
+				return err
+			}
 		}
 		t.fit(row)
 		line := t.format(row)
 		if ev.Type == localapi.Deleted {
 			line = strings.TrimSuffix(line, "\n") + columnGap + "(deleted)\n"
 		}
-		_, err = io.WriteString(s.Out, line)
+		_, err := io.WriteString(s.Out, line)
 		return err
 	})
+	return watchEnded(ctx, err)
+}
+
+// watchEnded is the error a command that watched until interrupted ends
+// with.
+func watchEnded(ctx context.Context, err error) error {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}

@@ -43,6 +43,9 @@ type Daemon struct {
 	egress  [][]byte
 	egMore  chan struct{} // closed at the next egress record
 	noProxy bool
+	// lagging is set while reloads after Apply and Delete wait for
+	// CatchUp, as a manifest source lags the files it watches.
+	lagging bool
 }
 
 // RunFunc answers a run in place of the launch path: a plan, or an error
@@ -172,6 +175,23 @@ func (d *Daemon) SetBackup(data []byte) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.backup = data
+}
+
+// Lag makes Apply and Delete leave the objects as they are until CatchUp,
+// as marshald's manifest source sees a changed file a moment later.
+func (d *Daemon) Lag() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lagging = true
+}
+
+// CatchUp ends Lag and reloads the config dir.
+func (d *Daemon) CatchUp(ctx context.Context) error {
+	d.mu.Lock()
+	d.lagging = false
+	dir := d.dir
+	d.mu.Unlock()
+	return d.reload(ctx, dir)
 }
 
 // Applied returns the apply requests received, in order.
@@ -401,9 +421,15 @@ func (d *Daemon) Backup(ctx context.Context) (*os.File, error) {
 	return f, nil
 }
 
-// reload replaces the declared objects with what dir declares, keeping
-// the status and creation time of objects that stay.
+// reload replaces the declared objects with what dir declares, unless
+// the daemon lags.
 func (d *Daemon) reload(ctx context.Context, dir string) error {
+	d.mu.Lock()
+	lagging := d.lagging
+	d.mu.Unlock()
+	if lagging {
+		return nil
+	}
 	decl, err := applier.Scan(ctx, dir)
 	if err != nil {
 		return err

@@ -243,9 +243,9 @@ func TestRunRefusals(t *testing.T) {
 		{"workspace_missing", []string{"-w", "nope", "--", "touch", "marker"}, 77,
 			regexp.MustCompile(`^WORKSPACE_NOT_READY: workspace not declared\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"argv0_not_allowed", []string{"-w", "listed", "--", "touch", "marker"}, 77,
-			regexp.MustCompile(`^EXEC_NOT_ALLOWED: argv0 not allowed\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
+			regexp.MustCompile(`^EXEC_NOT_ALLOWED: argv0 not allowed: "touch"\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"executable_not_found", []string{"-w", "web", "--", "no-such-command", "marker"}, 77,
-			regexp.MustCompile(`^EXEC_NOT_ALLOWED: executable not found\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
+			regexp.MustCompile(`^EXEC_NOT_ALLOWED: executable not found: "no-such-command"\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"shortage", []string{"-w", "big", "--", "touch", "marker"}, 69,
 			regexp.MustCompile(`^RESOURCE_UNAVAILABLE: memory_bytes requested 2147483648, free 1073741824 of 1073741824\nattempt [0-9a-f]{32}, process \d+, state denied; nothing was started\n$`)},
 	}

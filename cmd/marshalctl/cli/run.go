@@ -74,7 +74,8 @@ attempt was made, and exits with the code's status:
   77  WORKSPACE_NOT_READY             the workspace is not declared, not Ready,
                                       or its root is not a directory
   77  EXEC_NOT_ALLOWED                exec is not allowed, argv[0] is not on the
-                                      workspace's list or is not found on PATH
+                                      workspace's list or is not found on PATH;
+                                      the message names argv[0]
   75  WORKSPACE_BUSY                  every live-process slot is held
   69  RESOURCE_UNAVAILABLE            the request does not fit what the host has
                                       free, or its reservation expired
@@ -203,7 +204,7 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 		enc.SetIndent("", "    ")
 		return enc.Encode(res.Explain)
 	case res.Refusal != nil:
-		return printRefusal(s, o.output, res.Refusal)
+		return printRefusal(s, o.output, res.Refusal, argv)
 	case res.Plan == nil:
 		return &ExitError{Code: ExitFailure, Err: errors.New("marshald answered neither a plan nor a refusal")}
 	}
@@ -225,9 +226,9 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 	return &ExitError{Code: ExitRunInternal, Silent: true}
 }
 
-// printRefusal prints a refusal, as two lines on standard error or as a
-// JSON object on standard output, and returns its exit status.
-func printRefusal(s Streams, output string, r *localapi.Refusal) error {
+// printRefusal prints a refusal of argv, as two lines on standard error
+// or as a JSON object on standard output, and returns its exit status.
+func printRefusal(s Streams, output string, r *localapi.Refusal, argv []string) error {
 	if output == "json" {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "    ")
@@ -235,15 +236,21 @@ func printRefusal(s Streams, output string, r *localapi.Refusal) error {
 			return err
 		}
 	} else {
-		fmt.Fprint(s.Err, formatRefusal(r))
+		fmt.Fprint(s.Err, formatRefusal(r, argv))
 	}
 	return &ExitError{Code: runExitCode(r.Code), Silent: true}
 }
 
-// formatRefusal is a refusal's two lines.
-func formatRefusal(r *localapi.Refusal) string {
+// formatRefusal is a refusal's two lines. A command that is not allowed
+// or not found is named: marshald's detail holds fixed phrases only, and
+// the command is the caller's own.
+func formatRefusal(r *localapi.Refusal, argv []string) string {
+	detail := r.Detail
+	if r.Code == localapi.RefusalExecNotAllowed && len(argv) > 0 {
+		detail += fmt.Sprintf(": %q", argv[0])
+	}
 	return fmt.Sprintf("%s: %s\nattempt %s, process %d, state %s; nothing was started\n",
-		r.Code, r.Detail, orDash(r.Attempt), r.Process, r.State)
+		r.Code, detail, orDash(r.Attempt), r.Process, r.State)
 }
 
 // postRun makes the one request of a run on a connection of this

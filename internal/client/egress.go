@@ -38,7 +38,7 @@ func (c *Client) EgressLog(ctx context.Context, q EgressLogQuery, fn func(locala
 	if q.Tail >= 0 {
 		v.Set(localapi.TailParam, strconv.Itoa(q.Tail))
 	}
-	err := c.stream(ctx, localapi.EgressLogPath, v, func(line []byte) error {
+	err := c.stream(ctx, localapi.EgressLogPath, v, nil, func(line []byte) error {
 		var rec localapi.EgressRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return fmt.Errorf("reading the egress log: %w", err)

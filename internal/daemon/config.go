@@ -85,27 +85,13 @@ const (
 func DefaultConfig(euid int, getenv func(string) string) (Config, error) {
 	c := Config{Backend: "auto", CgroupRoot: "/marshal", LogFormat: "text", AllowGID: -1, Relist: 60 * time.Second, Pressure: PressureHost,
 		EgressAddress: DefaultEgressAddress(euid)}
+	c.Mode = ModeUser
 	if euid == 0 {
 		c.Mode = ModeSystem
-		c.ConfigDir = "/etc/marshal/manifests.d"
-		c.StateDir = "/var/lib/marshal"
-	} else {
-		c.Mode = ModeUser
-		home := getenv("HOME")
-		configHome, stateHome := getenv("XDG_CONFIG_HOME"), getenv("XDG_STATE_HOME")
-		if configHome == "" || stateHome == "" {
-			if home == "" {
-				return c, errors.New("neither XDG_CONFIG_HOME/XDG_STATE_HOME nor HOME is set: pass --config-dir and --state-dir")
-			}
-			if configHome == "" {
-				configHome = filepath.Join(home, ".config")
-			}
-			if stateHome == "" {
-				stateHome = filepath.Join(home, ".local", "state")
-			}
-		}
-		c.ConfigDir = filepath.Join(configHome, "marshal", "manifests.d")
-		c.StateDir = filepath.Join(stateHome, "marshal")
+	}
+	var err error
+	if c.ConfigDir, c.StateDir, err = localapi.DefaultDirsFor(euid, getenv); err != nil {
+		return c, err
 	}
 	sock, err := localapi.DefaultSocketFor(euid, getenv)
 	if err != nil {

@@ -128,6 +128,8 @@ func TestGolden(t *testing.T) {
 
 		// doctor
 		{name: "doctor_failing", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			hybridRoot(t)
+			h.doctorDirs(t)
 			h.d.SetDoctor(localapi.Doctor{
 				Backend:     "cgroupfs",
 				Enforcement: fixture()[4].(*v1alpha1.Host).Status.Enforcement,
@@ -139,9 +141,20 @@ func TestGolden(t *testing.T) {
 			})
 		}},
 		{name: "doctor_ok", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			fakeHost(t, 0, unifiedMountinfo, "0::/init.scope", "sys/fs/cgroup", "cpuset cpu io memory pids", true)
+			h.doctorDirs(t)
 			h.d.SetDoctor(localapi.Doctor{Backend: "systemd", Checks: []localapi.Check{{Name: "cgroup v2", OK: true, Detail: "unified at /sys/fs/cgroup"}}})
 		}},
-
+		{name: "doctor_user_mode", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			fakeHost(t, 1000, unifiedMountinfo, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/shell.scope",
+				"sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service", "cpu memory", true)
+			h.doctorDirs(t)
+			h.d.SetDoctor(localapi.Doctor{Backend: "systemd"})
+		}},
+		{name: "doctor_no_cgroup2", args: []string{"doctor"}, setup: func(t *testing.T, h *harness) {
+			fakeHost(t, 0, "", "", "sys", "", false)
+			h.doctorDirs(t)
+		}},
 		// apply
 		{name: "apply_created", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "-f", "testdata/manifests/team"}},
 		{name: "apply_dry_run", args: []string{"apply", "-f", "testdata/manifests/coder.yaml", "--dry-run"}},
@@ -234,6 +247,15 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestDoctorWithoutMarshald: the local checks run, and marshald not
+// answering is one failed check.
+func TestDoctorWithoutMarshald(t *testing.T) {
+	root := fakeHost(t, 1000, hybridMountinfo, "0::/user.slice/user-1000.slice/session-2.scope", "sys/fs/cgroup/unified", "hugetlb", false)
+	socket := filepath.Join(t.TempDir(), "none.sock")
+	r := runCLI(t, "--socket", socket, "doctor")
+	golden(t, "doctor_without_marshald", r.transcript([]string{"doctor"}, socket, "$SOCKET", root, "$ROOT"))
+}
+
 // TestApplyThenGetThenDelete drives a whole round through the CLI: what
 // apply writes is what the loader loads and what get then shows, and
 // delete removes it.
@@ -306,7 +328,7 @@ func TestApplyDirectorySendsWhatTheLoaderCounts(t *testing.T) {
 
 func TestUnreachableDaemon(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "none.sock")
-	for _, args := range [][]string{{"get", "profiles"}, {"describe", "ws", "x"}, {"events"}, {"doctor"}, {"apply", "--allow-empty"}, {"delete", "profile", "x"}} {
+	for _, args := range [][]string{{"get", "profiles"}, {"describe", "ws", "x"}, {"events"}, {"apply", "--allow-empty"}, {"delete", "profile", "x"}} {
 		var out, errOut bytes.Buffer
 		err := Run(t.Context(), append([]string{"--socket", socket}, args...), Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 		want := "marshalctl: marshald is not running at " + socket + " (no such file or directory); start it with `marshald`"

@@ -208,6 +208,14 @@ func (h *harness) applyNow(t *testing.T, paths ...string) {
 	}
 }
 
+// doctorDirs makes marshald report the harness's config dir and a state
+// dir beside it, as doctor's local checks look at them.
+func (h *harness) doctorDirs(t *testing.T) {
+	t.Helper()
+	info := localapi.Info{Version: "test", PID: 4242, Mode: "system", ConfigDir: h.config, StateDir: filepath.Join(h.config, "state")}
+	h.d.SetInfo(info)
+}
+
 // configFiles lists the config dir, hidden files too.
 func (h *harness) configFiles(t *testing.T) []string {
 	t.Helper()

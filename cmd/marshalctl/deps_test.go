@@ -14,6 +14,7 @@ import (
 var mayLink = []string{
 	"api/",
 	"cmd/marshalctl",
+	"internal/cgroupmount", // where the cgroup hierarchies are, for doctor
 	"internal/client",
 	"internal/identity",
 	"internal/localapi",

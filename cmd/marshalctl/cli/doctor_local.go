@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/cgroupmount"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
@@ -59,20 +59,20 @@ func localChecks(ctx context.Context, h hostView, dirs hostDirs) []localapi.Chec
 	return checks
 }
 
-func readMounts(h hostView) (cgroup.Mounts, error) {
+func readMounts(h hostView) (cgroupmount.Mounts, error) {
 	f, err := os.Open(h.path("/proc/self/mountinfo"))
 	if err != nil {
-		return cgroup.Mounts{}, fmt.Errorf("finding cgroup mounts: %w", err)
+		return cgroupmount.Mounts{}, fmt.Errorf("finding cgroup mounts: %w", err)
 	}
 	defer f.Close()
-	return cgroup.ParseMountinfo(f)
+	return cgroupmount.Parse(f)
 }
 
 // controllersCheck says where each controller marshald limits with is:
 // in cgroup2, delegated to the group marshald works under (the user
 // manager's in user mode, the root in system mode), or in a v1
 // hierarchy.
-func controllersCheck(h hostView, m cgroup.Mounts) localapi.Check {
+func controllersCheck(h hostView, m cgroupmount.Mounts) localapi.Check {
 	group := "/"
 	if h.euid != 0 {
 		group = userManagerGroup(h)
@@ -81,8 +81,7 @@ func controllersCheck(h hostView, m cgroup.Mounts) localapi.Check {
 	delegated := strings.Fields(string(data))
 	c := localapi.Check{Name: "controllers", OK: true}
 	var parts, missing []string
-	for _, r := range cgroup.AllResources {
-		ctl := string(r)
+	for _, ctl := range []string{"cpu", "memory", "pids"} {
 		switch {
 		case contains(delegated, ctl):
 			parts = append(parts, ctl+" in cgroup2")

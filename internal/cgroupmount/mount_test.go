@@ -1,11 +1,11 @@
-package cgroup
+package cgroupmount
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestParseMountinfo(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		name   string
 		input  string
@@ -47,7 +47,7 @@ func TestParseMountinfo(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := ParseMountinfo(strings.NewReader(tc.input))
+			m, err := Parse(strings.NewReader(tc.input))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestParseMountinfo(t *testing.T) {
 }
 
 func TestReadMountsFindsThisHostsCgroup2(t *testing.T) {
-	m, err := ReadMounts()
+	m, err := Read()
 	if err != nil {
 		t.Fatal(err)
 	}

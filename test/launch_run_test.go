@@ -330,18 +330,32 @@ func TestRunExplain(t *testing.T) {
 	}
 }
 
-// --timeout kills the agent's tree when it expires.
+// --timeout kills the agent's tree when it expires, and run says so and
+// exits with 137; an agent that ends in time ends run as it would
+// without a timeout.
 func TestRunTimeout(t *testing.T) {
 	root := t.TempDir()
 	d := startLaunchDaemon(t, launchManifests(root, "", launchWorkspace{name: "web", participation: "required"}), "web")
 	a := d.startRun("--timeout", "300ms", "-w", "web", "--", "sh", "-c", "sleep 600 & wait")
+	code := a.wait(t)
+	_, stderr := a.output()
+	want := regexp.MustCompile(`^marshalctl: --timeout 300ms expired: marshald killed the agent and every process it started \(scope marshal-coder-[0-9a-f]{32}\.scope, attempt [0-9a-f]{32}\)\n$`)
+	if code != 137 || !want.MatchString(stderr) {
+		t.Errorf("run --timeout: exit %d, stderr %q; want 137 and a line matching %s", code, stderr, want)
+	}
+	d.waitSettled(t)
+
+	if r := d.runNow("--timeout", "10m", "-w", "web", "--", "sh", "-c", "exit 7"); r.code != 7 || r.stderr != "" {
+		t.Errorf("an agent that ends in time: exit %d, stderr %q; want its own 7 and nothing said", r.code, r.stderr)
+	}
+	a = d.startRun("--timeout", "10m", "-w", "web", "--", "sh", "-c", "kill -TERM $$")
 	a.wait(t)
 	var ee *exec.ExitError
-	if !errors.As(a.err, &ee) {
-		t.Fatalf("run --timeout ended with %v", a.err)
+	if !errors.As(a.err, &ee) || !ee.Sys().(syscall.WaitStatus).Signaled() || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("an agent ended by SIGTERM ended run with %v, want SIGTERM", a.err)
 	}
-	if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Errorf("ended with %v, want SIGKILL at the timeout", a.err)
+	if r := d.runNow("--timeout", "10m", "-w", "nope", "--", "true"); r.code != 77 {
+		t.Errorf("a refusal with --timeout: exit %d, %q; want 77", r.code, r.stderr)
 	}
 	d.waitSettled(t)
 }

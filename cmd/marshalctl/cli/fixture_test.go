@@ -25,7 +25,17 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // now is the fixed time ages are measured at.
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// asMarshalctl, set in the environment, makes the test binary run as
+// marshalctl: run --timeout starts a marshalctl of its own, which in these
+// tests is the test binary.
+const asMarshalctl = "MARSHALCTL_TEST_AS_MARSHALCTL"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asMarshalctl) == "1" {
+		err := Run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+		os.Exit(ExitCode(err))
+	}
+	os.Setenv(asMarshalctl, "1")
 	timeNow = func() time.Time { return now }
 	goleak.VerifyTestMain(m)
 }

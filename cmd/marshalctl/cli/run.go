@@ -99,7 +99,11 @@ the agent runs on a terminal when standard input is one. The choice is
 part of the execution's meaning, as are the command, the workspace, the
 environment it adds and the timeout.
 
---timeout kills the agent's whole process tree when it expires.
+--timeout kills the agent's whole process tree when it expires; run
+then says so on standard error and exits with 137. To be there to say
+it, marshalctl starts the launch as a child of its own and waits for it
+outside the scope; the agent, inside, is the child's exec as without a
+timeout, and the child's exit status is run's.
 
 --explain prints, as JSON, what the execution means, its digest and what
 admission would need (the request, the minimum levels beside what this
@@ -117,6 +121,9 @@ type runOptions struct {
 	timeout   time.Duration
 	explain   bool
 	output    string
+	// reportFD, when set, is the descriptor on which the marshalctl
+	// that supervises this launch (superviseRun) learns its scope.
+	reportFD int
 }
 
 func newRunCmd(g *globals, s Streams) *cobra.Command {
@@ -143,6 +150,8 @@ func newRunCmd(g *globals, s Streams) *cobra.Command {
 	f.DurationVar(&o.timeout, "timeout", 0, "kill the agent's process tree after this long (e.g. 30m); 0 is none")
 	f.BoolVar(&o.explain, "explain", false, "print what the execution means and needs, as JSON; run nothing")
 	f.StringVarP(&o.output, "output", "o", "", "output format of a refusal: json")
+	f.IntVar(&o.reportFD, "report-fd", 0, "")
+	mustRegister(f.MarkHidden("report-fd"))
 	mustRegister(cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveNoFileComp)))
 	mustRegister(cmd.RegisterFlagCompletionFunc("workspace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		res, _ := localapi.ResourceFor("workspaces")
@@ -171,13 +180,16 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 			return usageError("argument %q is not UTF-8: the execution's meaning cannot hold it", a)
 		}
 	}
-	term, err := runTerminal(o)
-	if err != nil {
-		return err
-	}
 	socket, err := localapi.ResolveSocket(g.socket)
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	if o.timeout > 0 && !o.explain && o.reportFD == 0 {
+		return superviseRun(ctx, s, socket, o, argv)
+	}
+	term, err := runTerminal(o)
+	if err != nil {
+		return err
 	}
 	env := os.Environ()
 	req := localapi.RunRequest{
@@ -217,6 +229,9 @@ func runAgent(ctx context.Context, g *globals, s Streams, o runOptions, argv []s
 	}
 	if p.Unaccounted != "" {
 		fmt.Fprintf(s.Err, "marshalctl: running unaccounted (%s): workspace %s participates optionally\n", p.Unaccounted, o.workspace)
+	}
+	if o.reportFD > 0 {
+		reportLaunch(o.reportFD, p)
 	}
 	restoreInterrupts(ctx)
 	err = execPlan(p, term)

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -21,3 +22,11 @@ func runTerminal(o runOptions) (runTerm, error) {
 
 // execPlan: agents run on Linux only.
 func execPlan(p *localapi.ExecPlan, term runTerm) error { return errors.ErrUnsupported }
+
+// superviseRun: agents run on Linux only.
+func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, argv []string) error {
+	return &ExitError{Code: ExitFailure, Err: errors.New("run needs Linux: agents run in cgroup scopes")}
+}
+
+// reportLaunch: agents run on Linux only.
+func reportLaunch(fd int, p *localapi.ExecPlan) {}

@@ -206,6 +206,12 @@ type Backend interface {
 	// ScopeEmptied. It returns nil when the scope does not exist.
 	Kill(ctx context.Context, s Scope) error
 
+	// Terminate sends SIGTERM to every process in the scope's tree, asking
+	// it to end, as Kill does SIGKILL; processes forked meanwhile get it
+	// too. It returns once the signal was delivered. It returns nil when
+	// the scope does not exist.
+	Terminate(ctx context.Context, s Scope) error
+
 	// RemoveScope removes an empty scope. It returns ErrBusy when the
 	// scope is populated and nil when it does not exist.
 	RemoveScope(ctx context.Context, s Scope) error

@@ -608,48 +608,23 @@ func (b *Backend) Kill(ctx context.Context, s cgroup.Scope) error {
 }
 
 // killByFreezing kills every process in v2 group dir and below it without
-// cgroup.kill. Frozen, the processes cannot fork, so one pass over the
-// groups finds them all; without a freezer it signals until a pass finds
-// no process it has not signalled yet.
+// cgroup.kill (cgroup.SignalTree).
 func killByFreezing(ctx context.Context, dir string) error {
-	frozen := false
-	switch err := cgroup.FreezeGroup(dir, true); {
-	case err == nil:
-		frozen = true
-		defer cgroup.FreezeGroup(dir, false)
-		if _, err := cgroup.WaitEvents(ctx, dir, func(ev cgroup.GroupEvents) bool { return ev.Frozen || !ev.Populated }); err != nil {
-			return err
-		}
-	case !errors.Is(err, errors.ErrUnsupported):
+	return cgroup.SignalTree(ctx, dir, unix.SIGKILL)
+}
+
+// Terminate sends SIGTERM to every process in scope s and below it, the
+// tree frozen meanwhile so that none forks past it. It returns nil when
+// the scope does not exist.
+func (b *Backend) Terminate(ctx context.Context, s cgroup.Scope) error {
+	rel, err := b.scopeRelOf(s)
+	if err != nil {
 		return err
 	}
-	signalled := map[int]bool{}
-	for {
-		fresh := 0
-		err := cgroup.WalkGroups(dir, func(g string) error {
-			pids, err := cgroup.ReadProcs(g)
-			if errors.Is(err, cgroup.ErrNotFound) && g != dir {
-				return nil
-			}
-			for _, pid := range pids {
-				if !signalled[pid] {
-					signalled[pid] = true
-					fresh++
-					unix.Kill(pid, unix.SIGKILL)
-				}
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if fresh == 0 || frozen {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	if err := cgroup.SignalTree(ctx, b.v2(rel), unix.SIGTERM); err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+		return fmt.Errorf("terminating scope %s: %w", s.Name, err)
 	}
+	return nil
 }
 
 // notFound turns fs.ErrNotExist into cgroup.ErrNotFound.

@@ -24,6 +24,7 @@
 //     limit.
 //   - Kill sends SIGKILL to the processes in the scope, through their
 //     pidfds; the exit then empties the scope, as cgroup.kill would.
+//     Terminate sends SIGTERM the same way.
 //   - Watch reports ScopeCreated, ScopePopulated, ScopeEmptied and
 //     ScopeRemoved as they happen, in that order for each scope, starting
 //     with every existing scope reported with Resync set, as

@@ -35,6 +35,7 @@ const (
 	OpWatch       Op = "Watch"
 	OpUsage       Op = "Usage"
 	OpKill        Op = "Kill"
+	OpTerminate   Op = "Terminate"
 	OpRemoveScope Op = "RemoveScope"
 )
 
@@ -414,9 +415,19 @@ func (f *Fake) Usage(ctx context.Context, s cgroup.Scope) (cgroup.Usage, error) 
 // Kill sends SIGKILL to every process in scope s or below it; their
 // exits empty it.
 func (f *Fake) Kill(ctx context.Context, s cgroup.Scope) error {
+	return f.signalScope(ctx, s, OpKill, unix.SIGKILL)
+}
+
+// Terminate sends SIGTERM to every process in scope s or below it.
+func (f *Fake) Terminate(ctx context.Context, s cgroup.Scope) error {
+	return f.signalScope(ctx, s, OpTerminate, unix.SIGTERM)
+}
+
+// signalScope sends sig to every process in scope s or below it.
+func (f *Fake) signalScope(ctx context.Context, s cgroup.Scope, op Op, sig unix.Signal) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.beginLocked(ctx, OpKill); err != nil {
+	if err := f.beginLocked(ctx, op); err != nil {
 		return err
 	}
 	g, err := f.scopeLocked(s)
@@ -428,12 +439,12 @@ func (f *Fake) Kill(ctx context.Context, s cgroup.Scope) error {
 		if m.group.rel != g.rel && !strings.HasPrefix(m.group.rel, g.rel+"/") {
 			continue
 		}
-		if err := m.signal(unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-			errs = append(errs, fmt.Errorf("killing pid %d: %w", m.pid, err))
+		if err := m.signal(sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("signalling pid %d: %w", m.pid, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("killing scope %s: %w", s.Name, err)
+		return fmt.Errorf("signalling scope %s: %w", s.Name, err)
 	}
 	return nil
 }

@@ -249,6 +249,34 @@ func (b *Backend) Kill(ctx context.Context, s cgroup.Scope) error {
 	return fmt.Errorf("systemd: killing scope %s: %w", s.Name, err)
 }
 
+// Terminate sends SIGTERM to every process in scope s and below it: on
+// the scope's cgroup2 group, frozen meanwhile (cgroup.SignalTree), else
+// by asking the manager to signal every process of the unit. It returns
+// nil when the scope does not exist.
+func (b *Backend) Terminate(ctx context.Context, s cgroup.Scope) error {
+	rel, err := b.scopeRelOf(ctx, s)
+	if errors.Is(err, cgroup.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("systemd: terminating scope %s: %w", s.Name, err)
+	}
+	if dir := b.v2(rel); dir != "" {
+		err := cgroup.SignalTree(ctx, dir, syscall.SIGTERM)
+		if err == nil || errors.Is(err, cgroup.ErrNotFound) {
+			return nil
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return fmt.Errorf("systemd: terminating scope %s: %w", s.Name, err)
+		}
+	}
+	err = b.conn.KillUnitWithTarget(ctx, s.Name, sdbus.All, int32(syscall.SIGTERM))
+	if err == nil || isDBusError(err, errNoSuchUnit) || isDBusError(err, errNoSuchProcess) {
+		return nil
+	}
+	return fmt.Errorf("systemd: terminating scope %s: %w", s.Name, err)
+}
+
 // RemoveScope removes scope s once it is empty. systemd itself stops a
 // scope and unloads it as soon as its cgroup empties, so RemoveScope
 // mostly finds nothing and returns nil; a scope the manager still has

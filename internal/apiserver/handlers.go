@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -37,6 +38,7 @@ func (s *Server) routes() {
 	if s.opts.Metrics != nil {
 		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.metrics))
 	}
+	s.mux.Handle(localapi.StopPath, s.only(http.MethodPost, s.stop))
 }
 
 // only answers requests of method (any, when empty) with h and others
@@ -71,6 +73,29 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) doctor(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, s.d.Doctor(r.Context()))
+	return nil
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) error {
+	var req localapi.StopRequest
+	if err := s.decode(w, r, &req, s.maxBody); err != nil {
+		return err
+	}
+	if req.Agent == "" || req.GraceMS < 0 {
+		return apiError(http.StatusBadRequest, localapi.CodeBadRequest, "a stop needs an agent and a grace period that is not negative")
+	}
+	err := s.d.StopAgent(r.Context(), req.Agent, time.Duration(req.GraceMS)*time.Millisecond)
+	if errors.Is(err, ErrNotFound) {
+		return apiError(http.StatusNotFound, localapi.CodeNotFound, "agent %q not found", req.Agent)
+	}
+	if err != nil {
+		return err
+	}
+	res := localapi.StopResult{Signal: "SIGTERM"}
+	if req.GraceMS == 0 {
+		res.Signal = "SIGKILL"
+	}
+	writeJSON(w, http.StatusOK, &res)
 	return nil
 }
 

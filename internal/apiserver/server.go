@@ -75,6 +75,11 @@ type Daemon interface {
 	// before admission, an error wrapping launch.ErrNotRunning while the
 	// launch path is not running yet.
 	Explain(ctx context.Context, req launch.Request) (launch.Explanation, error)
+	// StopAgent asks the tree of the agent named to end: SIGTERM now and
+	// SIGKILL once grace has passed, or SIGKILL now for a grace of 0 (see
+	// package agentstop). An error wrapping ErrNotFound when there is no
+	// such agent.
+	StopAgent(ctx context.Context, name string, grace time.Duration) error
 	// Backup returns a consistent copy of the admission journal as a file
 	// open for reading at its start, which no path names any more; the
 	// server closes it.

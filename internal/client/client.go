@@ -180,6 +180,14 @@ func (c *Client) Doctor(ctx context.Context) (localapi.Doctor, error) {
 	return d, err
 }
 
+// Stop asks the daemon to end an agent (see localapi.StopRequest). A
+// missing agent is a *localapi.Error with code NOT_FOUND.
+func (c *Client) Stop(ctx context.Context, req localapi.StopRequest) (localapi.StopResult, error) {
+	var res localapi.StopResult
+	err := c.do(ctx, methodPost, localapi.StopPath, nil, &req, &res)
+	return res, err
+}
+
 // Render applies the templates of req to its documents. A template that
 // does not parse is a *localapi.Error with code BAD_REQUEST.
 func (c *Client) Render(ctx context.Context, req localapi.RenderRequest) (localapi.RenderResult, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/agentstop"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
@@ -45,6 +46,7 @@ type Daemon struct {
 	backend   cgroup.Backend
 	launcher  *launch.Launcher
 	egress    *egressProxy
+	stopper   *agentstop.Stopper
 	stores    *controllers.Stores
 	source    *source.Source
 	manager   *controllers.Manager
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 		d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
 	}
+	d.stopper = agentstop.New(d.backend, d.clock, log)
 	d.stores = controllers.NewStores()
 	if err := d.openAuthority(firstStart); err != nil {
 		return nil, err
@@ -210,6 +213,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	}
 	start("admission", d.auth.Run)
 	start("launch", d.launcher.Run)
+	start("stop", d.stopper.Run)
 	wg.Go(func() { d.followAdmission(ctx) })
 	wg.Go(func() { d.recordPressure(ctx) })
 	start("pressure", d.pressure.Run)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/apiserver"
@@ -144,6 +145,15 @@ func (v *view) host() *v1alpha1.Host {
 	h.Default()
 	h.Metadata.CreationTimestamp = v.d.started
 	return v.withStatus(h).(*v1alpha1.Host)
+}
+
+// StopAgent asks the agent's tree to end (package agentstop).
+func (v *view) StopAgent(ctx context.Context, name string, grace time.Duration) error {
+	st, ok := v.d.stores.Agents.Get(reconcile.Key{Kind: v1alpha1.KindAgent, Name: name})
+	if !ok {
+		return fmt.Errorf("agent %q: %w", name, apiserver.ErrNotFound)
+	}
+	return v.d.stopper.Stop(ctx, cgroup.Scope{Name: name, Profile: st.Profile, ID: st.ID, Path: st.Path}, grace)
 }
 
 // agent builds an Agent, reading its usage now: usage is not polled.

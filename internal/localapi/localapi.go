@@ -24,6 +24,9 @@ const (
 	// MetricsPath answers marshald's metrics in the Prometheus text
 	// format.
 	MetricsPath = "/metrics"
+	// StopPath stops an agent (POST a StopRequest; the answer is a
+	// StopResult).
+	StopPath = "/v1/stop"
 	// RenderPath applies JSONPath templates to documents (POST a
 	// RenderRequest; the answer is a RenderResult).
 	RenderPath = "/v1/render"
@@ -212,6 +215,21 @@ type DeleteResult struct {
 	Outcomes []Outcome       `json:"outcomes"`
 	Errors   []ManifestError `json:"errors,omitempty"`
 	DryRun   bool            `json:"dryRun,omitempty"`
+}
+
+// StopRequest asks the daemon to end an agent: SIGTERM to every process
+// of its scope, then SIGKILL to the tree once GraceMS milliseconds have
+// passed; 0 kills at once.
+type StopRequest struct {
+	// Agent is the agent's name: its scope.
+	Agent   string `json:"agent"`
+	GraceMS int64  `json:"graceMS"`
+}
+
+// StopResult answers a StopRequest: the signal was sent.
+type StopResult struct {
+	// Signal is the signal sent now: SIGTERM, or SIGKILL for a grace of 0.
+	Signal string `json:"signal"`
 }
 
 // RenderRequest asks the daemon to apply JSONPath templates, as kubectl's

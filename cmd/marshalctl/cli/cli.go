@@ -94,6 +94,8 @@ var commands = []struct {
 	{"diff", newDiffCmd},
 	{"delete", newDeleteCmd},
 	{"wait", newWaitCmd},
+	{"stop", newStopCmd},
+	{"kill", newKillCmd},
 	{"doctor", newDoctorCmd},
 	{"identify", newIdentifyCmd},
 	{"run", newRunCmd},

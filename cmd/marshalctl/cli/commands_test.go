@@ -221,6 +221,14 @@ func TestGolden(t *testing.T) {
 				h.d.SetInfo(localapi.Info{Source: localapi.SourceStatus{Dir: "/etc/marshal/manifests.d", Files: 1, Objects: 1}})
 			}},
 		{name: "delete_agent", args: []string{"delete", "agent", "marshal-coder-" + agentID + ".scope"}},
+		// stop, kill
+		{name: "stop_agent", args: []string{"stop", "agent", "marshal-coder-" + agentID + ".scope"}},
+		{name: "stop_agent_no_wait", args: []string{"stop", "agent/marshal-coder-" + agentID + ".scope", "--grace", "1m", "--wait=false"}},
+		{name: "kill_agent", args: []string{"kill", "agent", "marshal-coder-" + agentID + ".scope"}},
+		{name: "stop_missing", args: []string{"stop", "agent", "marshal-coder-00000000000000000000000000000009.scope"}},
+		{name: "stop_not_an_agent", args: []string{"stop", "profile", "coder"}},
+		{name: "stop_bad_grace", args: []string{"stop", "agent", "x", "--grace", "0s"}},
+
 		// wait
 		{name: "wait_condition_met", args: []string{"wait", "--for=condition=Ready", "workspace/webapp", "profile/coder"}},
 		{name: "wait_condition_value", args: []string{"wait", "--for", "condition=ready=false", "ws", "docs"}},
@@ -235,7 +243,7 @@ func TestGolden(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			if tc.setup == nil || strings.HasPrefix(tc.name, "get_") || strings.HasPrefix(tc.name, "doctor") || strings.HasPrefix(tc.name, "wait_") {
+			if tc.setup == nil || strings.HasPrefix(tc.name, "get_") || strings.HasPrefix(tc.name, "doctor") || strings.HasPrefix(tc.name, "wait_") || strings.HasPrefix(tc.name, "stop_") {
 				h.withFixture()
 			}
 			if tc.setup != nil {
@@ -484,6 +492,34 @@ func TestDeleteWaitsUntilGone(t *testing.T) {
 	}
 	if r := h.run(t, "", "get", "profiles"); r.code != 0 || strings.Contains(r.stdout, "coder") || strings.Contains(r.stdout, "writer") {
 		t.Errorf("get right after delete: %+v, want neither profile", r)
+	}
+}
+
+// TestStopWaitsUntilTheAgentIsGone stops and kills agents: the grace
+// period is sent as given, and stop returns once marshald no longer lists
+// the agent.
+func TestStopWaitsUntilTheAgentIsGone(t *testing.T) {
+	h := newHarness(t).withFixture()
+	h.d.Lag()
+	name := "marshal-coder-" + agentID + ".scope"
+	out := newSyncBuffer()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), []string{"--socket", h.socket, "stop", "agent", name, "--grace", "1m30s"},
+			Streams{In: strings.NewReader(""), Out: out, Err: io.Discard})
+	}()
+	testutil.Eventually(t, h.d.StopsChanged(), func() bool { return len(h.d.Stopped()) == 1 }, "the stop request")
+	select {
+	case err := <-done:
+		t.Fatalf("stop returned (%v) while the agent was still listed", err)
+	default:
+	}
+	h.d.Remove(v1alpha1.KindAgent, name)
+	if err := <-done; err != nil || out.String() != "agent/"+name+" stopped\n" {
+		t.Errorf("stop: %v, %q", err, out.String())
+	}
+	if got := h.d.Stopped(); got[0] != (localapi.StopRequest{Agent: name, GraceMS: 90000}) {
+		t.Errorf("stop sent %+v, want a grace of 90s", got[0])
 	}
 }
 

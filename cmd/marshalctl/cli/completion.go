@@ -100,7 +100,7 @@ func addCompletions(root *cobra.Command, g *globals) {
 		switch cmd.Name() {
 		case "get":
 			cmd.ValidArgsFunction = g.completeKindAndName
-		case "describe":
+		case "describe", "stop", "kill":
 			cmd.ValidArgsFunction = g.completeKindAndName
 		case "delete":
 			cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {

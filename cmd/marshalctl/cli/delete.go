@@ -178,16 +178,5 @@ func awaitDeleted(ctx context.Context, s Streams, c *client.Client, outs []local
 			"rather than delete them all; confirm with marshalctl apply --allow-empty\n", info.Source.Dir)
 		return nil
 	}
-	wctx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	for _, o := range gone {
-		if err := awaitObject(wctx, c, o, waitDeleted.met); err != nil {
-			return waitError(wctx, ctx, err, o, timeout)
-		}
-	}
-	return nil
+	return awaitEach(ctx, c, gone, waitDeleted, timeout, nil)
 }

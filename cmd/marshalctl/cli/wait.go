@@ -67,11 +67,6 @@ func newWaitCmd(g *globals, s Streams) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			names := t.names
 			if selector != "" {
 				got, err := t.fetch(ctx, c, selector)
@@ -88,14 +83,9 @@ func newWaitCmd(g *globals, s Streams) *cobra.Command {
 					return nil
 				}
 			}
-			for _, o := range names {
-				err := awaitObject(ctx, c, o, cond.met)
-				if err != nil {
-					return waitError(ctx, cmd.Context(), err, o, timeout)
-				}
+			return awaitEach(ctx, c, names, cond, timeout, func(o namedObject) {
 				fmt.Fprintf(s.Out, "%s %s\n", o.ref(), cond.done)
-			}
-			return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&forFlag, "for", "", "what to wait for: condition=TYPE[=VALUE], or delete (required)")
@@ -153,6 +143,26 @@ func parseWaitFor(s string) (waitCondition, error) {
 		return false, nil
 	}
 	return waitCondition{met: met, done: "condition met"}, nil
+}
+
+// awaitEach waits until cond holds for each of objs in turn, calling
+// met after each, for timeout at most in all (0: as long as it takes).
+func awaitEach(ctx context.Context, c *client.Client, objs []namedObject, cond waitCondition, timeout time.Duration, met func(namedObject)) error {
+	wctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	for _, o := range objs {
+		if err := awaitObject(wctx, c, o, cond.met); err != nil {
+			return waitError(wctx, ctx, err, o, timeout)
+		}
+		if met != nil {
+			met(o)
+		}
+	}
+	return nil
 }
 
 // errGone is returned by a condition about an object that does not exist.

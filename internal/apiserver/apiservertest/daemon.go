@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/apiserver"
@@ -45,7 +46,9 @@ type Daemon struct {
 	noProxy bool
 	// lagging is set while reloads after Apply and Delete wait for
 	// CatchUp, as a manifest source lags the files it watches.
-	lagging bool
+	lagging  bool
+	stops    []localapi.StopRequest
+	stopMore chan struct{} // closed at the next stop
 }
 
 // RunFunc answers a run in place of the launch path: a plan, or an error
@@ -60,11 +63,12 @@ var _ apiserver.Daemon = (*Daemon)(nil)
 // NewDaemon returns a daemon with no objects and no events.
 func NewDaemon() *Daemon {
 	return &Daemon{
-		objects: map[string]map[string]any{},
-		changed: map[string]*apiserver.ChangeLog{},
-		unnamed: map[string]bool{},
-		evMore:  make(chan struct{}),
-		egMore:  make(chan struct{}),
+		objects:  map[string]map[string]any{},
+		changed:  map[string]*apiserver.ChangeLog{},
+		unnamed:  map[string]bool{},
+		evMore:   make(chan struct{}),
+		egMore:   make(chan struct{}),
+		stopMore: make(chan struct{}),
 	}
 }
 
@@ -395,6 +399,37 @@ func (d *Daemon) Explain(ctx context.Context, req launch.Request) (launch.Explan
 		return launch.Explanation{}, errors.New("apiservertest: no OnExplain")
 	}
 	return fn(ctx, req)
+}
+
+// StopsChanged returns a channel closed at the next stop asked for.
+func (d *Daemon) StopsChanged() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopMore
+}
+
+// Stopped returns the stops asked for, in order.
+func (d *Daemon) Stopped() []localapi.StopRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.stops)
+}
+
+// StopAgent records the stop and removes the agent, as its end would.
+func (d *Daemon) StopAgent(ctx context.Context, name string, grace time.Duration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.objects[v1alpha1.KindAgent][name]; !ok {
+		return fmt.Errorf("agent %q: %w", name, apiserver.ErrNotFound)
+	}
+	d.stops = append(d.stops, localapi.StopRequest{Agent: name, GraceMS: grace.Milliseconds()})
+	close(d.stopMore)
+	d.stopMore = make(chan struct{})
+	if !d.lagging {
+		delete(d.objects[v1alpha1.KindAgent], name)
+		d.changeLogLocked(v1alpha1.KindAgent).Note(name)
+	}
+	return nil
 }
 
 // Backup answers what SetBackup set, in a file no path names.

@@ -64,6 +64,25 @@ func TestTroubleshootingCoversEveryCode(t *testing.T) {
 	}
 }
 
+// TestTroubleshootingQuotesTheLoader fails when the table of manifest
+// errors does not quote, word for word, each message the loader gives a
+// field only marshald writes.
+func TestTroubleshootingQuotesTheLoader(t *testing.T) {
+	doc, err := os.ReadFile("../docs/troubleshooting.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := constants(t, "../api/loader/decode.go", "msg")
+	if len(msgs) < 2 {
+		t.Fatalf("found %d messages: the sources moved?", len(msgs))
+	}
+	for _, m := range msgs {
+		if !strings.Contains(string(doc), "| `"+m+"` |") {
+			t.Errorf("docs/troubleshooting.md does not quote the loader's %q", m)
+		}
+	}
+}
+
 // TestDocLinksResolve fails on a relative link in the docs or the README
 // to a file that does not exist.
 func TestDocLinksResolve(t *testing.T) {

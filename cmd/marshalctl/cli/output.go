@@ -23,7 +23,7 @@ const (
 	outputCustomColumns = "custom-columns"
 )
 
-// outputFormats lists the -o values of get for messages.
+// getOutputFormats lists the -o values of get for messages.
 const getOutputFormats = "wide, yaml, json, name, jsonpath=TEMPLATE or custom-columns=SPEC"
 
 // output is a parsed -o value. Templates are applied by marshald (see

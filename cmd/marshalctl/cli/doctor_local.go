@@ -3,14 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/marshal-dev/marshal/internal/cgroupmount"
+	"github.com/marshal-dev/marshal/internal/client"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
 
@@ -149,10 +148,9 @@ func systemdCheck(ctx context.Context, h hostView) localapi.Check {
 		}
 		socket = path.Join(dir, "systemd/private")
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", h.path(socket))
+	// client.Dial, not package net: marshalctl links no more of net than
+	// a unix socket needs.
+	conn, err := client.Dial(ctx, h.path(socket))
 	switch {
 	case err == nil:
 		conn.Close()

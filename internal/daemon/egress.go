@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/egress"
@@ -91,7 +90,7 @@ func (d *Daemon) newEgress(mount string) error {
 		e.info.Socket = path
 	}
 	e.proxy, err = egress.New(egress.Options{
-		Launches: e.launches, Policies: egressPolicies{d.stores}, CgroupMount: mount,
+		Launches: e.launches, Policies: egress.StorePolicies{Desired: d.stores.Desired}, CgroupMount: mount,
 		Audit: e.log, Events: d.recorder, Metrics: d.metrics, Logger: d.log.With("component", "egress"),
 	})
 	if err != nil {
@@ -120,7 +119,7 @@ func proxyVars(addr string) map[string]string {
 // that declares egress, and a refusal when the proxy cannot be offered.
 func (e *egressProxy) env(stores *controllers.Stores) func(string) (map[string]string, bool) {
 	return func(profile string) (map[string]string, bool) {
-		if spec, _, ok := (egressPolicies{stores}).Egress(profile); !ok || spec == nil {
+		if spec, _, ok := (egress.StorePolicies{Desired: stores.Desired}).Egress(profile); !ok || spec == nil {
 			return nil, true
 		}
 		return e.vars, e.vars != nil
@@ -174,28 +173,4 @@ func (x *egressLaunches) Launches() []egress.Launch {
 		out[i] = launchOf(info)
 	}
 	return out
-}
-
-// egressPolicies reads the declared profiles' egress and the Host's.
-type egressPolicies struct{ s *controllers.Stores }
-
-func (p egressPolicies) Egress(profile string) (*v1alpha1.EgressSpec, int64, bool) {
-	obj, ok := p.s.Desired.Get(controllers.ProfileKey(profile))
-	if !ok {
-		return nil, 0, false
-	}
-	prof, ok := obj.(*v1alpha1.Profile)
-	if !ok {
-		return nil, 0, false
-	}
-	return prof.Spec.Egress, prof.Metadata.Generation, true
-}
-
-func (p egressPolicies) Unscoped() v1alpha1.EgressAction {
-	for _, obj := range p.s.Desired.List(v1alpha1.KindHost) {
-		if h, ok := obj.(*v1alpha1.Host); ok && h.Spec.Egress != nil {
-			return h.Spec.Egress.Unscoped
-		}
-	}
-	return ""
 }

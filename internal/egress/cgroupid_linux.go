@@ -110,6 +110,35 @@ func (x *cgroupIndex) walk(dir string, id uint64, budget *int) string {
 		return ""
 	}
 	var subdirs []string
+	found := ""
+	readDirents(fd, func(ino uint64, typ byte, name []byte) bool {
+		if typ != unix.DT_DIR {
+			return true
+		}
+		child := path.Join(dir, string(name))
+		if ino == id {
+			found = child
+			return false
+		}
+		subdirs = append(subdirs, child)
+		return true
+	})
+	unix.Close(fd)
+	if found != "" {
+		return found
+	}
+	for _, s := range subdirs {
+		if p := x.walk(s, id, budget); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// readDirents calls fn with each entry of the directory open at fd, but
+// "." and "..": its inode number, type and name (valid during the call),
+// until fn returns false or the directory ends.
+func readDirents(fd int, fn func(ino uint64, typ byte, name []byte) bool) {
 	var buf [8192]byte
 	for {
 		n, err := unix.Getdents(fd, buf[:])
@@ -117,7 +146,7 @@ func (x *cgroupIndex) walk(dir string, id uint64, budget *int) string {
 			continue
 		}
 		if err != nil || n <= 0 {
-			break
+			return
 		}
 		for b := buf[:n]; len(b) >= 19; {
 			// struct linux_dirent64: d_ino, d_off, d_reclen, d_type, d_name.
@@ -131,24 +160,14 @@ func (x *cgroupIndex) walk(dir string, id uint64, budget *int) string {
 				name = name[:i]
 			}
 			b = b[reclen:]
-			if typ != unix.DT_DIR || string(name) == "." || string(name) == ".." {
+			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			child := path.Join(dir, string(name))
-			if ino == id {
-				unix.Close(fd)
-				return child
+			if !fn(ino, typ, name) {
+				return
 			}
-			subdirs = append(subdirs, child)
 		}
 	}
-	unix.Close(fd)
-	for _, s := range subdirs {
-		if p := x.walk(s, id, budget); p != "" {
-			return p
-		}
-	}
-	return ""
 }
 
 func indexNUL(b []byte) int {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // clientEnv, when set, makes the test binary a client of the proxy, run
@@ -27,6 +28,12 @@ func runClient(mode string, args []string) int {
 }
 
 func client(mode string, args []string) error {
+	if mode == "tunnels" {
+		return holdTunnels(args)
+	}
+	if mode == "connect-bench" {
+		return connectBench(args)
+	}
 	if mode == "hold" {
 		n, _ := strconv.Atoi(args[2])
 		var conns []net.Conn
@@ -103,6 +110,102 @@ func client(mode string, args []string) error {
 	if mode == "connect-idle" {
 		io.Copy(io.Discard, r)
 		fmt.Println("closed")
+	}
+	return nil
+}
+
+// holdTunnels opens COUNT CONNECT tunnels through the proxy at NETWORK
+// ADDRESS to an echo server of its own, checks each echoes, prints
+// "ready" and keeps them until stdin closes.
+func holdTunnels(args []string) error {
+	n, _ := strconv.Atoi(args[2])
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	target := echo.Addr().String()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := net.Dial(args[0], args[1])
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		r := bufio.NewReader(c)
+		status, err := r.ReadString('\n')
+		if err != nil || !strings.HasPrefix(status, "HTTP/1.1 200") {
+			return fmt.Errorf("tunnel %d: %q %v", len(conns), status, err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			return err
+		}
+		c.Write([]byte("x"))
+		if _, err := io.ReadFull(r, make([]byte, 1)); err != nil {
+			return err
+		}
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// connectBench times N rounds of a direct connect to TARGET, a CONNECT to
+// it through the proxy at PROXY and one through the bare CONNECT relay at
+// RELAY, each closed at once, and prints the nanoseconds of each:
+// "direct D connect C relay R" per line.
+func connectBench(args []string) error {
+	proxy, target, relay := args[0], args[1], args[3]
+	n, _ := strconv.Atoi(args[2])
+	req := []byte(fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target))
+	tunnel := func(addr string) (time.Duration, error) {
+		var resp [39]byte // HTTP/1.1 200 Connection established\r\n\r\n
+		start := time.Now()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		c.Write(req)
+		if _, err := io.ReadFull(c, resp[:]); err != nil || !strings.HasPrefix(string(resp[:]), "HTTP/1.1 200") {
+			return 0, fmt.Errorf("CONNECT through %s: %q %v", addr, resp, err)
+		}
+		return time.Since(start), nil
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for range n {
+		start := time.Now()
+		c, err := net.Dial("tcp", target)
+		if err != nil {
+			return err
+		}
+		direct := time.Since(start)
+		c.Close()
+		connect, err := tunnel(proxy)
+		if err != nil {
+			return err
+		}
+		relayed, err := tunnel(relay)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "direct %d connect %d relay %d\n", direct, connect, relayed)
 	}
 	return nil
 }

@@ -120,6 +120,16 @@ func setDecision(rec *Record, d policy.Decision) {
 	}
 }
 
+// open decides t for c's peer and, when allowed, dials it; it returns
+// nil when the connection is refused or failed, as rec says.
+func (p *Proxy) open(ctx context.Context, c *conn, t target, rec *Record) net.Conn {
+	addrs := p.decide(ctx, c, t, rec)
+	if rec.Verdict != VerdictAllow {
+		return nil
+	}
+	return p.dial(ctx, addrs, t, rec)
+}
+
 // dial connects to the first of addrs that answers, on t's port, within
 // the dial timeout. It fills rec's address, and its error on failure.
 func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, t target, rec *Record) net.Conn {

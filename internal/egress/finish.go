@@ -38,9 +38,12 @@ func (p *Proxy) finish(c *conn, rec *Record) {
 	if rec.Verdict == "" {
 		rec.Verdict = VerdictError
 	}
-	if rec.PID == 0 && c.owner != nil {
-		rec.PID, rec.Command = c.owner()
-	} else if rec.PID != 0 {
+	if rec.PID == 0 {
+		p.lookForOwner(c)
+		if c.owner != nil {
+			rec.PID, rec.Command = c.owner()
+		}
+	} else {
 		rec.Command = command(rec.PID)
 	}
 	rec.Duration = localapi.Milliseconds(p.opts.Clock.Since(rec.Time))
@@ -52,13 +55,21 @@ func (p *Proxy) finish(c *conn, rec *Record) {
 	}
 }
 
-// findOwner starts looking for the process holding the socket of a TCP
-// peer, and returns the function that waits for the answer. The search
-// runs beside the request, so it adds nothing to the time to connect; it
-// is done before the peer could have closed the socket, while it waits
-// for the proxy's answer.
+// lookForOwner starts looking, once, for the process of c's launch that
+// holds the peer's TCP socket, for the audit record; c.owner then waits
+// for the answer. The search runs beside the connection, so it adds
+// nothing to the time to connect: it starts once the request is decided
+// (a denied peer waits for its answer, which waits for the search) or,
+// for a tunnel, once it is open, while the peer still holds its socket.
+func (p *Proxy) lookForOwner(c *conn) {
+	if c.owner != nil || !c.who.scoped() {
+		return
+	}
+	c.owner = p.findOwner(c.peer)
+}
+
 func (p *Proxy) findOwner(pr *peer) func() (int, string) {
-	if pr.transport != TransportTCP || pr.sockInode == 0 {
+	if pr.transport != TransportTCP {
 		return nil
 	}
 	type owner struct {
@@ -67,7 +78,7 @@ func (p *Proxy) findOwner(pr *peer) func() (int, string) {
 	}
 	ch := make(chan owner, 1)
 	p.wg.Go(func() {
-		pid := socketOwner(p.opts.CgroupMount, pr.cgroup, pr.sockInode)
+		pid := p.ident.owner(pr)
 		ch <- owner{pid, command(pid)}
 	})
 	var got *owner

@@ -154,7 +154,7 @@ func (r *records) next(t testing.TB) *Record {
 // harness runs a proxy on a TCP loopback listener and a unix socket,
 // with scopes in a private cgroup tree.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	tree     *testutil.CgroupTree
 	launches *launchTable
 	policies *policyTable
@@ -167,7 +167,7 @@ type harness struct {
 	sock     string
 }
 
-func newHarness(t *testing.T, tweak func(*Options)) *harness {
+func newHarness(t testing.TB, tweak func(*Options)) *harness {
 	t.Helper()
 	tree := testutil.NewCgroupTree(t)
 	h := &harness{
@@ -299,7 +299,7 @@ type server struct {
 	caFile   string
 }
 
-func needCurl(t *testing.T) {
+func needCurl(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("needs curl")
@@ -320,7 +320,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-func newHTTPUpstream(t *testing.T, tls bool) *server {
+func newHTTPUpstream(t testing.TB, tls bool) *server {
 	t.Helper()
 	u := &server{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -347,7 +347,22 @@ func newHTTPUpstream(t *testing.T, tls bool) *server {
 	return u
 }
 
-func newEchoUpstream(t *testing.T) *server {
+func newEchoUpstream(t testing.TB) *server {
+	t.Helper()
+	return newTCPUpstream(t, func(c net.Conn) { io.Copy(c, c) })
+}
+
+// newSinkUpstream reads everything it is sent, then answers one byte.
+func newSinkUpstream(t testing.TB) *server {
+	t.Helper()
+	return newTCPUpstream(t, func(c net.Conn) {
+		io.Copy(io.Discard, c)
+		c.Write([]byte{1})
+	})
+}
+
+// newTCPUpstream serves each connection with serve, then closes it.
+func newTCPUpstream(t testing.TB, serve func(net.Conn)) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -365,7 +380,7 @@ func newEchoUpstream(t *testing.T) *server {
 			u.accepted.Add(1)
 			wg.Go(func() {
 				defer c.Close()
-				io.Copy(c, c)
+				serve(c)
 			})
 		}
 	})

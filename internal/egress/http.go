@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // connKey and upstreamKey are context keys: the connection a request
@@ -140,22 +142,13 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Host, rec.Port = t.host, t.port
-	addrs := p.decide(r.Context(), c, t, rec)
-	if rec.Verdict != VerdictAllow {
+	nc := p.open(r.Context(), c, t, rec)
+	if nc == nil {
 		// Audited before it is answered: a client told no finds it in
 		// the log already.
 		p.finish(c, rec)
-		p.refuseHTTP(w, rec, t)
-		return
-	}
-	nc := p.dial(r.Context(), addrs, t, rec)
-	if nc == nil {
-		status := http.StatusBadGateway
-		if rec.Error == ErrorTimeout {
-			status = http.StatusGatewayTimeout
-		}
-		p.finish(c, rec)
-		refuse(w, status, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), nil)
+		status, msg, h := refusal(rec, t)
+		refuse(w, status, msg, h)
 		return
 	}
 	if t.protocol == ProtocolConnect {
@@ -165,26 +158,29 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.forward(w, r, c, nc, rec)
 }
 
-// refuseHTTP answers a request rec says is not allowed: 407 to a peer in
-// no launch (the proxy does not know who it is), 403 otherwise.
-func (p *Proxy) refuseHTTP(w http.ResponseWriter, rec *Record, t target) {
+// refusal is the answer to a request rec says is not allowed, or could
+// not be decided or connected: 407 to a peer in no launch (the proxy does
+// not know who it is), 403 to a denial, 502 or 504 to a failure.
+func refusal(rec *Record, t target) (int, string, http.Header) {
 	h := http.Header{}
 	h.Set("X-Marshal-Egress", strings.TrimSpace(rec.Verdict+" "+rec.Reason+" "+rec.Error))
 	switch {
-	case rec.Verdict == VerdictError:
-		refuse(w, http.StatusBadGateway, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), h)
+	case rec.Error == ErrorTimeout:
+		return http.StatusGatewayTimeout, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), h
+	case rec.Verdict == VerdictError || rec.Verdict == VerdictAllow:
+		return http.StatusBadGateway, fmt.Sprintf("%s: %s", t.hostPort(), rec.Error), h
 	case rec.Reason == ReasonUnscoped:
 		h.Set("Proxy-Authenticate", `Marshal realm="marshal egress"`)
-		refuse(w, http.StatusProxyAuthRequired,
-			fmt.Sprintf("%s: this process is in no scope marshald launched (%s); run it with marshalctl run", t.hostPort(), rec.Unscoped), h)
-	default:
-		msg := fmt.Sprintf("%s denied", t.hostPort())
-		if rec.Profile != "" {
-			msg += " for profile " + rec.Profile
-		}
-		msg += ": " + describeReason(rec)
-		refuse(w, http.StatusForbidden, msg, h)
+		return http.StatusProxyAuthRequired,
+			fmt.Sprintf("%s: this process is in no scope marshald launched (%s); run it with marshalctl run", t.hostPort(), rec.Unscoped), h
+	case rec.Reason == ReasonConnectionLimit:
+		return http.StatusServiceUnavailable, "too many connections from this peer", h
 	}
+	msg := fmt.Sprintf("%s denied", t.hostPort())
+	if rec.Profile != "" {
+		msg += " for profile " + rec.Profile
+	}
+	return http.StatusForbidden, msg + ": " + describeReason(rec), h
 }
 
 // describeReason says in words what decided rec.
@@ -239,19 +235,101 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, rec *R
 		p.finish(c, rec)
 		return
 	}
+	p.established(c, up, brw.Reader, rec)
+}
+
+// established answers 200 to a CONNECT and tunnels; br holds what the
+// client sent after its request and was read ahead.
+func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, rec *Record) {
 	if _, err := io.WriteString(c.Conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		up.Close()
 		c.Close()
 		p.finish(c, rec)
 		return
 	}
-	// What the client sent after its request, and the server read ahead.
+	c.SetReadDeadline(time.Time{})
+	p.lookForOwner(c)
 	var early []byte
-	if n := brw.Reader.Buffered(); n > 0 {
-		early, _ = brw.Reader.Peek(n)
+	if n := br.Buffered(); n > 0 {
+		early, _ = br.Peek(n)
 	}
 	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, early, rec.Profile)
 	p.finish(c, rec)
+}
+
+// serveFirst reads the first request of a connection that speaks HTTP.
+// A CONNECT, the common case, is served here on the connection itself,
+// without a hand-over to net/http; any other request goes to the
+// http.Server with every byte read so far given back, to be read again.
+// full says the peer's share of connections is taken: the request is
+// read and refused.
+func (p *Proxy) serveFirst(ctx context.Context, c *conn, full bool) {
+	head := &recording{r: c}
+	br := bufio.NewReaderSize(io.LimitReader(head, int64(p.opts.MaxHeaderBytes)+1), 4096)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		var ne net.Error
+		switch {
+		case head.n > p.opts.MaxHeaderBytes:
+			writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, "the request head is too large", nil)
+		case errors.As(err, &ne) && ne.Timeout(), head.n <= 1 && errors.Is(err, io.EOF):
+			// Silence, or a peer that left: nothing to answer.
+		default:
+			writeStatus(c, http.StatusBadRequest, "malformed request", nil)
+		}
+		c.Close()
+		return
+	}
+	if !full && req.Method != http.MethodConnect {
+		c.peeked = head.b
+		c.SetReadDeadline(time.Time{})
+		if !p.httpConns.hand(c) {
+			c.Close()
+		}
+		return
+	}
+	rec := p.newRecord(c, ProtocolHTTP)
+	if req.Method == http.MethodConnect {
+		rec.Protocol = ProtocolConnect
+	}
+	t, err := httpTarget(req)
+	switch {
+	case full:
+		rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
+		if err == nil {
+			rec.Host, rec.Port = t.host, t.port
+		}
+	case err != nil:
+		rec.Verdict, rec.Error = VerdictError, ErrorBadHost
+		p.finish(c, rec)
+		writeStatus(c, http.StatusBadRequest, err.Error(), nil)
+		c.Close()
+		return
+	default:
+		rec.Host, rec.Port = t.host, t.port
+		if up := p.open(ctx, c, t, rec); up != nil {
+			p.established(c, up, br, rec)
+			return
+		}
+	}
+	p.finish(c, rec)
+	status, msg, h := refusal(rec, t)
+	writeStatus(c, status, msg, h)
+	c.Close()
+}
+
+// recording reads from r and keeps what it read.
+type recording struct {
+	r io.Reader
+	b []byte
+	n int
+}
+
+func (r *recording) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.b = append(r.b, p[:n]...)
+	r.n += n
+	return n, err
 }
 
 // forward sends a plain HTTP request on the decided connection and the
@@ -265,6 +343,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, c *conn, up net.
 		r2.Body = out
 	}
 	cw := &countingWriter{ResponseWriter: w}
+	p.lookForOwner(c)
 	p.reverse.ServeHTTP(cw, r2)
 	up.Close() // when the transport never took it
 	rec.BytesOut, rec.BytesIn = out.n.Load(), cw.n

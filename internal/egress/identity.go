@@ -2,6 +2,7 @@ package egress
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 
 	"github.com/marshal-dev/marshal/internal/scope"
@@ -45,9 +46,10 @@ type peer struct {
 	// socket was made in (TCP), or the process's own (unix).
 	cgroup string
 	// cgroupID is the TCP socket's group; sockInode the socket's inode,
-	// which names it in /proc/<pid>/fd.
-	cgroupID  uint64
-	sockInode uint32
+	// which names it in /proc/<pid>/fd; local and remote its addresses.
+	cgroupID      uint64
+	sockInode     uint32
+	local, remote netip.AddrPort
 	// pid and uid are the peer process's, when the transport names it
 	// (SO_PEERCRED); a TCP peer's pid is found later, for the audit.
 	pid int

@@ -69,9 +69,22 @@ func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
 	if err != nil {
 		return p
 	}
-	p.cgroupID, p.sockInode = s.cgroupID, s.inode
+	p.cgroupID, p.sockInode, p.local, p.remote = s.cgroupID, s.inode, local, remote
 	p.cgroup, _ = x.cgroups.path(s.cgroupID, x.scopePaths)
 	return p
+}
+
+// owner returns a process of the peer's group that holds its TCP socket,
+// or 0. A socket its process has closed is not looked for: no fd holds
+// it any more.
+func (x *identifier) owner(p *peer) int {
+	if p.transport != TransportTCP || p.sockInode == 0 {
+		return 0
+	}
+	if s, err := x.diag.lookup(p.local, p.remote); err != nil || s.inode != p.sockInode || !s.open() {
+		return 0
+	}
+	return socketOwner(x.mount, p.cgroup, p.sockInode)
 }
 
 // scopePaths lists the scopes of live launches, where the groups of
@@ -103,7 +116,8 @@ const (
 // socketOwner returns a process of group cgroup (a path relative to the
 // cgroup2 mount) that holds the socket of inode, or 0. The newest
 // processes are looked at first: the one that connected is most often a
-// tool the agent just started.
+// tool the agent just started. Each process's fd directory is read
+// through one descriptor, its links read relative to it.
 func socketOwner(mount, cgroup string, inode uint32) int {
 	if cgroup == "" || inode == 0 {
 		return 0
@@ -120,23 +134,32 @@ func socketOwner(mount, cgroup string, inode uint32) int {
 	}
 	slices.Sort(pids)
 	want := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
-	fds := 0
-	var link [64]byte
-	for i := len(pids) - 1; i >= 0 && len(pids)-i <= maxOwnerProcs; i-- {
-		dir := "/proc/" + strconv.Itoa(pids[i]) + "/fd/"
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			if fds++; fds > maxOwnerFDs {
-				return 0
-			}
-			n, err := unix.Readlink(dir+e.Name(), link[:])
-			if err == nil && string(link[:n]) == want {
-				return pids[i]
-			}
+	budget := maxOwnerFDs
+	for i := len(pids) - 1; i >= 0 && len(pids)-i <= maxOwnerProcs && budget > 0; i-- {
+		if holds(pids[i], want, &budget) {
+			return pids[i]
 		}
 	}
 	return 0
+}
+
+// holds reports whether process pid has an fd whose link is want,
+// reading at most budget links.
+func holds(pid int, want string, budget *int) bool {
+	dfd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(dfd)
+	var link [64]byte
+	found := false
+	readDirents(dfd, func(_ uint64, _ byte, name []byte) bool {
+		if *budget--; *budget < 0 {
+			return false
+		}
+		l, err := unix.Readlinkat(dfd, string(name), link[:])
+		found = err == nil && string(link[:l]) == want
+		return !found
+	})
+	return found
 }

@@ -23,6 +23,6 @@ func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
 	return p, attribution{unscoped: UnscopedUnknown}, nil
 }
 
-func socketOwner(string, string, uint32) int { return 0 }
+func (x *identifier) owner(*peer) int { return 0 }
 
 func quietFor(net.Conn) (time.Duration, bool) { return 0, false }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/egress/policy"
+	"github.com/marshal-dev/marshal/reconcile"
 )
 
 // policyCache compiles each profile's policy once per generation: every
@@ -58,4 +59,33 @@ func (c *policyCache) forUnscoped() (*policy.Policy, string) {
 		return policy.AllowAll, ""
 	}
 	return nil, ReasonUnscoped
+}
+
+// StorePolicies reads the policies where marshald keeps what is declared:
+// the Profiles' spec.egress and the Host's, in the desired store.
+type StorePolicies struct{ Desired *reconcile.DesiredStore }
+
+var _ Policies = StorePolicies{}
+
+// Egress implements Policies.
+func (p StorePolicies) Egress(profile string) (*v1alpha1.EgressSpec, int64, bool) {
+	obj, ok := p.Desired.Get(reconcile.Key{Kind: v1alpha1.KindProfile, Name: profile})
+	if !ok {
+		return nil, 0, false
+	}
+	prof, ok := obj.(*v1alpha1.Profile)
+	if !ok {
+		return nil, 0, false
+	}
+	return prof.Spec.Egress, prof.Metadata.Generation, true
+}
+
+// Unscoped implements Policies.
+func (p StorePolicies) Unscoped() v1alpha1.EgressAction {
+	for _, obj := range p.Desired.List(v1alpha1.KindHost) {
+		if h, ok := obj.(*v1alpha1.Host); ok && h.Spec.Egress != nil {
+			return h.Spec.Egress.Unscoped
+		}
+	}
+	return ""
 }

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -340,9 +339,6 @@ func (p *Proxy) serve(ctx context.Context, c *conn) {
 	if who.unscoped == UnscopedNotLaunched && p.events != nil {
 		p.events.notLaunched(who)
 	}
-	if who.scoped() && peer.pid == 0 {
-		c.owner = p.findOwner(peer)
-	}
 	c.SetReadDeadline(time.Now().Add(p.opts.HandshakeTimeout))
 	var first [1]byte
 	if _, err := io.ReadFull(c.Conn, first[:]); err != nil {
@@ -363,30 +359,8 @@ func (p *Proxy) serve(ctx context.Context, c *conn) {
 		c.Write([]byte{0, 0x5b, 0, 0, 0, 0, 0, 0})
 		c.Close()
 	default:
-		if full {
-			p.refuseFull(c)
-			return
-		}
-		c.SetReadDeadline(time.Time{})
-		if !p.httpConns.hand(c) {
-			c.Close()
-		}
+		p.serveFirst(ctx, c, full)
 	}
-}
-
-// refuseFull answers an HTTP request on c that the connection bound
-// refuses, without reading more than its head.
-func (p *Proxy) refuseFull(c *conn) {
-	rec := p.newRecord(c, ProtocolHTTP)
-	if req, err := http.ReadRequest(bufio.NewReaderSize(io.LimitReader(c, int64(p.opts.MaxHeaderBytes)), 4096)); err == nil {
-		if t, err := httpTarget(req); err == nil {
-			rec.Protocol, rec.Host, rec.Port = t.protocol, t.host, t.port
-		}
-	}
-	rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
-	p.finish(c, rec)
-	writeStatus(c, http.StatusServiceUnavailable, "too many connections from this peer", nil)
-	c.Close()
 }
 
 // conn is an accepted connection and what is known of its peer.

@@ -30,7 +30,19 @@ type tcpSocket struct {
 	cgroupID uint64
 	// inode is the socket's inode, as /proc/<pid>/fd shows it.
 	inode uint32
+	// state is the TCP state (tcpEstablished, …).
+	state uint8
 }
+
+// TCP states of interest (include/net/tcp_states.h).
+const (
+	tcpEstablished = 1
+	tcpCloseWait   = 8
+)
+
+// open reports whether a process may still hold the socket: it has not
+// closed it, as a socket in FIN_WAIT or TIME_WAIT has.
+func (s tcpSocket) open() bool { return s.state == tcpEstablished || s.state == tcpCloseWait }
 
 // errNoSocket is returned when the kernel knows no socket of that
 // address pair: the peer closed it (a socket in TIME_WAIT has no cgroup).
@@ -185,7 +197,7 @@ func parseAnswer(b []byte) (tcpSocket, error) {
 	if len(msg) < inetDiagMsgLen {
 		return tcpSocket{}, fmt.Errorf("socket diagnostics: short message of %d bytes", len(msg))
 	}
-	s := tcpSocket{inode: ne.Uint32(msg[inetDiagInodeAt:])}
+	s := tcpSocket{inode: ne.Uint32(msg[inetDiagInodeAt:]), state: msg[1]}
 	for attrs := msg[inetDiagMsgLen:]; len(attrs) >= 4; {
 		l := int(ne.Uint16(attrs[0:]))
 		if l < 4 || l > len(attrs) {

@@ -182,18 +182,9 @@ func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 		return
 	}
 	rec.Host = t.host
-	addrs := p.decide(ctx, c, t, rec)
-	switch rec.Verdict {
-	case VerdictError:
-		p.refuseSOCKS(c, rec, socksHostUnreachable)
-		return
-	case VerdictDeny:
-		p.refuseSOCKS(c, rec, socksNotAllowed)
-		return
-	}
-	up := p.dial(ctx, addrs, t, rec)
+	up := p.open(ctx, c, t, rec)
 	if up == nil {
-		p.refuseSOCKS(c, rec, socksDialReply(rec.Error))
+		p.refuseSOCKS(c, rec, socksRefusal(rec))
 		return
 	}
 	var bound netip.AddrPort
@@ -207,6 +198,7 @@ func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	p.lookForOwner(c)
 	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, nil, rec.Profile)
 	p.finish(c, rec)
 }
@@ -221,9 +213,15 @@ func (p *Proxy) refuseSOCKS(c *conn, rec *Record, reply byte) {
 	c.Close()
 }
 
-// socksDialReply is the reply to a dial that failed with errName.
-func socksDialReply(errName string) byte {
-	switch errName {
+// socksRefusal is the reply to a request rec says was refused or failed.
+func socksRefusal(rec *Record) byte {
+	switch rec.Verdict {
+	case VerdictDeny:
+		return socksNotAllowed
+	case VerdictError:
+		return socksHostUnreachable
+	}
+	switch rec.Error {
 	case ErrorRefused:
 		return socksConnectionRefused
 	case ErrorUnreachable:

@@ -892,16 +892,38 @@ func (a *Authority) Cancel(ctx context.Context, p Principal, key string) (Record
 
 // Lookup returns p's attempt key as of now.
 func (a *Authority) Lookup(ctx context.Context, p Principal, key string) (Record, error) {
+	return a.lookup(ctx, p, key, nil)
+}
+
+// lookup returns p's attempt key as of now, if check, when set, passes
+// it.
+func (a *Authority) lookup(ctx context.Context, p Principal, key string, check func(*Record) error) (Record, error) {
 	if err := validKey(key); err != nil {
 		return Record{}, err
 	}
 	now := a.clock.Now()
 	return call(ctx, a, now, func(b *batch) (Record, error) {
 		r, err := b.owned(p, key, now)
+		if err == nil && check != nil {
+			err = check(r)
+		}
 		if err != nil {
 			return Record{}, err
 		}
 		return *r, nil
+	})
+}
+
+// VerifyLaunch returns p's attempt key when permit is the one its launch
+// was begun with, changing nothing, so that a launch can be refused
+// before anything is made for it: a wrong permit, or an attempt never
+// begun, is ErrUnauthorized.
+func (a *Authority) VerifyLaunch(ctx context.Context, p Principal, key string, permit Permit) (Record, error) {
+	return a.lookup(ctx, p, key, func(r *Record) error {
+		if !permit.matches(r.permitHash) {
+			return fmt.Errorf("attempt %s: launch permit: %w", key, ErrUnauthorized)
+		}
+		return nil
 	})
 }
 

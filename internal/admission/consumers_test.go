@@ -344,3 +344,28 @@ func TestASchemaTwoJournalIsMadeThree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// VerifyLaunch checks a helper's permit and changes nothing: a wrong
+// permit, or an attempt whose launch was never begun, is unauthorized.
+func TestVerifyLaunchChecksThePermitAlone(t *testing.T) {
+	h := consumerHarness(t)
+	ctx := t.Context()
+	p := h.registerInstance("codespace-a", 200)
+	r := h.admitKey(p, "v-1")
+	_, err := h.a.VerifyLaunch(ctx, p, r.ID, newPermit())
+	wantErr(t, "a prepared attempt", err, ErrUnauthorized)
+	l, err := h.a.BeginLaunch(ctx, p, r.ID)
+	if err != nil || l.Permit.IsZero() {
+		t.Fatalf("BeginLaunch = %v", err)
+	}
+	before := h.commits()
+	got, err := h.a.VerifyLaunch(ctx, p, r.ID, l.Permit)
+	if err != nil || got.Phase != PhaseLaunchCommitted {
+		t.Fatalf("VerifyLaunch = %s, %v; want the committed record", got.Phase, err)
+	}
+	_, err = h.a.VerifyLaunch(ctx, p, r.ID, newPermit())
+	wantErr(t, "another permit", err, ErrUnauthorized)
+	if h.commits() != before {
+		t.Error("VerifyLaunch wrote to the journal")
+	}
+}

@@ -15,9 +15,12 @@ import (
 // the egress proxy.
 type Info struct {
 	// ID is the scope's 32 hex digits.
-	ID        string
-	Profile   string
+	ID      string
+	Profile string
+	// Workspace is "" for a launch of a consumer of DevGuard's wire,
+	// whose Consumer is set instead.
 	Workspace string
+	Consumer  string
 	// Attempt is the attempt bound to the scope, "" when unaccounted.
 	Attempt string
 	// PID is the launched process.
@@ -27,7 +30,7 @@ type Info struct {
 }
 
 func (st *launchState) info() Info {
-	return Info{ID: st.rec.ID, Profile: st.rec.Profile, Workspace: st.rec.Workspace, Attempt: st.rec.Attempt, PID: st.rec.PID, Path: st.path}
+	return Info{ID: st.rec.ID, Profile: st.rec.Profile, Workspace: st.rec.Workspace, Consumer: st.rec.Consumer, Attempt: st.rec.Attempt, PID: st.rec.PID, Path: st.path}
 }
 
 // Info returns what is known of the launch whose scope has ID id, and

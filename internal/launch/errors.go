@@ -32,6 +32,15 @@ var (
 	// ErrProcessGone is returned by Pin and PinPeer when the process has
 	// exited, or its pid now names another process.
 	ErrProcessGone = errors.New("launch: process gone")
+	// ErrClaimed is returned when a launch of the attempt is made or
+	// being made already: another helper claimed its grant.
+	ErrClaimed = errors.New("launch: attempt's launch claimed")
+	// ErrNotOwnersChild is returned by LaunchHelper when the helper is not
+	// a live child of the attempt's owner, of the owner's uid.
+	ErrNotOwnersChild = errors.New("launch: helper is not the owner's child")
+	// ErrUnknownLaunch is returned by Observe and Signal when no launch
+	// of the attempt is known: it made no scope, or ended.
+	ErrUnknownLaunch = errors.New("launch: launch not known")
 	// ErrInvalidOptions is returned by New when a required option is
 	// missing.
 	ErrInvalidOptions = errors.New("launch: invalid options")

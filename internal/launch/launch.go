@@ -186,18 +186,7 @@ func (lc *launching) makeScope(ctx context.Context) (_ cgroup.Scope, _ cgroup.Ap
 	if ref != nil {
 		return cgroup.Scope{}, cgroup.Applied{}, ref
 	}
-	// Known before the scope exists, so that the agent controller finds
-	// the launch of a scope it sees appear.
-	st := &launchState{rec: rec, proc: pe.caller, slot: pe.slot, launching: true}
-	l.mu.Lock()
-	l.launches[rec.ID] = st
-	l.mu.Unlock()
-	lc.rb.push(func(*Refusal) {
-		l.mu.Lock()
-		delete(l.launches, rec.ID)
-		l.mu.Unlock()
-	})
-	sc, applied, err := l.scopes.CreateScope(ctx, pe.x.Profile, pe.id, pe.caller.PID, pe.limits())
+	sc, applied, err := l.enter(ctx, &lc.rb, rec, pe.caller, pe.slot, pe.limits())
 	if errors.Is(err, cgroup.ErrNoProcess) {
 		lc.reason = admission.AbandonHelperExited
 		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeInternal, detailCallerGone, err)
@@ -205,13 +194,41 @@ func (lc *launching) makeScope(ctx context.Context) (_ cgroup.Scope, _ cgroup.Ap
 	if err != nil {
 		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeInternal, detailScopeFailed, err)
 	}
-	pe.slot.Fill()
+	lc.scoped = true
+	lc.rb.commit()
+	return sc, applied, nil
+}
+
+// enter makes the scope of the launch recorded as rec with proc moved in
+// and limits set, the step every launch takes: the launch is known first,
+// so that the agent controller finds the launch of a scope it sees
+// appear, and rb gets the step that forgets it should the scope not be
+// made. Once the scope exists the launch is kept until the scope's end:
+// its slot, when it has one, filled and proc watched. A launch of rec.ID
+// known already is ErrClaimed, and nothing is done.
+func (l *Launcher) enter(ctx context.Context, rb *rollback, rec Record, proc *Process, slot *Slot, limits cgroup.Limits) (cgroup.Scope, cgroup.Applied, error) {
+	st := &launchState{rec: rec, proc: proc, slot: slot, launching: true}
+	l.mu.Lock()
+	if l.launches[rec.ID] != nil {
+		l.mu.Unlock()
+		return cgroup.Scope{}, cgroup.Applied{}, fmt.Errorf("launch %s: %w", rec.ID, ErrClaimed)
+	}
+	l.launches[rec.ID] = st
+	l.mu.Unlock()
+	rb.push(func(*Refusal) {
+		l.mu.Lock()
+		delete(l.launches, rec.ID)
+		l.mu.Unlock()
+	})
+	sc, applied, err := l.scopes.CreateScope(ctx, rec.Profile, rec.ID, proc.PID, limits)
+	if err != nil {
+		return cgroup.Scope{}, cgroup.Applied{}, err
+	}
+	slot.Fill()
 	l.mu.Lock()
 	st.path = sc.Path
 	l.mu.Unlock()
-	l.watch(pe.caller, sc.Name)
-	lc.scoped = true
-	lc.rb.commit()
+	l.watch(proc, sc.Name)
 	return sc, applied, nil
 }
 
@@ -366,23 +383,7 @@ func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgr
 	lc.pushSettle(ctx)
 	l, pe := lc.l, lc.PreparedExecution
 	if pe.attempt != "" {
-		if pe.plan.CPU.Level == v1alpha1.LevelCooperative {
-			// Cooperative CPU is scheduling priority, applied to the
-			// caller before it runs anything and read back, as a limit
-			// is.
-			if ok, err := pe.caller.deprioritize(); err != nil || !ok {
-				l.log.Warn("the cooperative CPU level was not applied", "id", pe.id, "err", err)
-			} else {
-				applied = withCooperativeCPU(applied)
-			}
-		}
-		root := admission.Process{UID: pe.caller.UID, PID: pe.caller.PID, StartTime: pe.caller.StartTime, BootID: l.bootID}
-		ev := admission.ScopeEvidence{
-			Name: sc.Name, ObservedAt: l.clock.Now(), Exists: true, Populated: true, Applied: applied, Root: &root,
-		}
-		actx, cancel := l.authCtx(ctx)
-		run, err := l.auth.BindAndAuthorize(actx, l.principal, pe.attempt, lc.permit, ev)
-		cancel()
+		run, err := l.bind(ctx, l.principal, pe.attempt, lc.permit, pe.plan, pe.caller, sc, applied)
 		switch {
 		case err != nil && pe.caller.Exited():
 			return Plan{}, lc.refuse(CodeInternal, detailCallerGone, err)
@@ -397,6 +398,30 @@ func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgr
 		ID: pe.id, Scope: sc.Name, Attempt: pe.attempt, Path: pe.x.Path, Argv: pe.x.Argv, Env: pe.x.Env, Dir: pe.x.Dir,
 		Unaccounted: pe.unaccounted,
 	}, nil
+}
+
+// bind binds attempt, begun by p with permit, to its scope sc, with proc
+// the process moved in, on the limits read back (applied), and
+// authorizes the run, in one request: the step every launch with an
+// attempt takes once its scope exists. A cooperative CPU level is
+// scheduling priority, applied to proc before it runs anything and read
+// back, as a limit is.
+func (l *Launcher) bind(ctx context.Context, p admission.Principal, attempt string, permit admission.Permit, plan admission.Plan,
+	proc *Process, sc cgroup.Scope, applied cgroup.Applied) (admission.Run, error) {
+	if plan.CPU.Level == v1alpha1.LevelCooperative {
+		if ok, err := proc.deprioritize(); err != nil || !ok {
+			l.log.Warn("the cooperative CPU level was not applied", "attempt", attempt, "err", err)
+		} else {
+			applied = withCooperativeCPU(applied)
+		}
+	}
+	root := admission.Process{UID: proc.UID, PID: proc.PID, StartTime: proc.StartTime, BootID: l.bootID}
+	ev := admission.ScopeEvidence{
+		Name: sc.Name, ObservedAt: l.clock.Now(), Exists: true, Populated: true, Applied: applied, Root: &root,
+	}
+	actx, cancel := l.authCtx(ctx)
+	defer cancel()
+	return l.auth.BindAndAuthorize(actx, p, attempt, permit, ev)
 }
 
 // abandon reports that a begun launch created nothing.

@@ -44,6 +44,9 @@ type Commitments interface {
 	AdmitLaunch(ctx context.Context, p admission.Principal, key, digest string, intent admission.Intent) (admission.Launch, error)
 	BindAndAuthorize(ctx context.Context, p admission.Principal, key string, permit admission.Permit, ev admission.ScopeEvidence) (admission.Run, error)
 	AbandonLaunch(ctx context.Context, p admission.Principal, key string, reason admission.AbandonReason) (admission.Record, error)
+	// VerifyLaunch checks a launch helper's permit before anything is
+	// made for it.
+	VerifyLaunch(ctx context.Context, p admission.Principal, key string, permit admission.Permit) (admission.Record, error)
 }
 
 // Recovery is what owning launches across restarts asks: the owner's
@@ -171,6 +174,8 @@ type Launcher struct {
 	// mu guards the fields that follow.
 	mu       sync.Mutex
 	launches map[string]*launchState
+	// claims are the attempts a launch helper is being launched for.
+	claims map[string]bool
 	// bg is Run's context, for background work, and stopped is set once
 	// Run is stopping: no background work starts then.
 	bg      context.Context
@@ -214,6 +219,7 @@ func New(opts Options) (*Launcher, error) {
 		done:       make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 		launches:   map[string]*launchState{},
+		claims:     map[string]bool{},
 	}
 	if l.clock == nil {
 		l.clock = clock.RealClock{}
@@ -379,7 +385,10 @@ func (l *Launcher) recover(ctx context.Context) error {
 			ended++
 			continue
 		}
-		st := &launchState{rec: rec, path: path, slot: l.slots.restore(rec.Workspace)}
+		st := &launchState{rec: rec, path: path}
+		if rec.Workspace != "" {
+			st.slot = l.slots.restore(rec.Workspace)
+		}
 		if rec.BootID == l.bootID {
 			p, err := Pin(rec.PID, rec.UID, rec.StartTime)
 			switch {
@@ -431,7 +440,9 @@ func (l *Launcher) settleLost(ctx context.Context, rec Record) {
 		l.log.Warn("reconciling a launch whose scope is gone", "attempt", rec.Attempt, "err", err)
 		return
 	}
-	if !r.Phase.Charged() || r.Phase == admission.PhasePrepared || r.Scope != "" {
+	// A consumer's launch made no scope: its owner, not marshald, holds
+	// the grant, and abandons it.
+	if !r.Phase.Charged() || r.Phase == admission.PhasePrepared || r.Scope != "" || rec.Consumer != "" {
 		return
 	}
 	if _, err := l.auth.AbandonInherited(ctx, l.principal, rec.Attempt, admission.AbandonSpawnFailed); err != nil {

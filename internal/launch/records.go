@@ -28,6 +28,10 @@ type Record struct {
 	// Attempt is the admission attempt, "" when the launch runs
 	// unaccounted.
 	Attempt string `json:"attempt,omitempty"`
+	// Consumer is, for a launch of a consumer of DevGuard's wire (by its
+	// launch helper, in no workspace), the consumer whose instance owns
+	// the attempt.
+	Consumer string `json:"consumer,omitempty"`
 	// Generation is the owner generation that launched it.
 	Generation uint64 `json:"generation,omitempty"`
 	// PID, UID and StartTime name the launched process, in boot BootID.

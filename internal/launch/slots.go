@@ -98,8 +98,12 @@ type Slot struct {
 func (sl *Slot) Workspace() string { return sl.workspace }
 
 // Fill marks the slot as taken by a created process. Filling a filled or
-// freed slot does nothing.
+// freed slot does nothing, nor does filling no slot (nil): a launch made
+// for a consumer of DevGuard's wire is of no workspace.
 func (sl *Slot) Fill() {
+	if sl == nil {
+		return
+	}
 	s := sl.s
 	s.mu.Lock()
 	if sl.state != slotReserved {
@@ -113,8 +117,12 @@ func (sl *Slot) Fill() {
 	s.changed(sl.workspace)
 }
 
-// Free gives the slot back. Freeing it again does nothing.
+// Free gives the slot back. Freeing it again does nothing, nor does
+// freeing no slot (nil).
 func (sl *Slot) Free() {
+	if sl == nil {
+		return
+	}
 	s := sl.s
 	s.mu.Lock()
 	if sl.state == slotFreed {

@@ -42,6 +42,9 @@ type LaunchInfo struct {
 	// Attempt is the admission attempt bound to its scope, "" when it
 	// runs unaccounted.
 	Attempt string
+	// Consumer is the consumer of DevGuard's wire whose launch helper it
+	// is, in no workspace; "" for a launch of marshald's own.
+	Consumer string
 }
 
 // agentReconciler keeps one AgentStatus per live scope (key
@@ -142,7 +145,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	updateStatus(r.s.Agents, r.rec, req.Key, func(st *v1alpha1.AgentStatus) []v1alpha1.Condition {
 		st.Profile, st.ID, st.Path, st.Populated, st.Since = sc.Profile, sc.ID, sc.Path, sc.Populated, memo.since
-		st.Workspace, st.Attempt = info.Workspace, info.Attempt
+		st.Workspace, st.Attempt, st.Consumer = info.Workspace, info.Attempt, info.Consumer
 		c := conds
 		if declared && FindCondition(st.Conditions, v1alpha1.ConditionOrphaned) != nil {
 			c = append(c, condition(v1alpha1.ConditionOrphaned, false, "", ReasonProfileDeclared,

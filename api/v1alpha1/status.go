@@ -109,8 +109,13 @@ type AdmissionStatus struct {
 	// NotReady is one of the journal's reasons.
 	NotReadySince time.Time `json:"notReadySince,omitzero"`
 	// Capacity is the work capacity the authority reserves from: the
-	// declared capacity, or the measured one less a system reservation.
+	// declared capacity, or the measured one less a system reservation,
+	// less Reserved.
 	Capacity Amounts `json:"capacity"`
+	// Reserved is what the Consumers' static control reservations take
+	// off the capacity: each control service's reservation times its
+	// max_instances.
+	Reserved Amounts `json:"reserved,omitzero"`
 	// Target is the capacity the authority admits against now: Capacity
 	// scaled by pressure.
 	Target Amounts `json:"target"`
@@ -157,6 +162,10 @@ type AgentStatus struct {
 	Path string `json:"path"`
 	// Workspace is the workspace the agent was launched in, when known.
 	Workspace string `json:"workspace,omitempty"`
+	// Consumer is, for an agent a consumer of the DevGuard socket
+	// launched (through its launch helper, in no workspace), the
+	// consumer's id.
+	Consumer string `json:"consumer,omitempty"`
 	// Attempt is the admission attempt bound to the scope, when any.
 	Attempt string `json:"attempt,omitempty"`
 	// Populated reports whether any process is in the scope.

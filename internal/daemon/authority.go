@@ -39,7 +39,12 @@ func (d *Daemon) openAuthority(firstStart bool) (err error) {
 		return err
 	}
 	d.closers = append(d.closers, d.pressure.Close)
-	d.auth, err = admission.Open(path, admission.Options{Pressure: d.pressure})
+	// A consumer's attempt names its Profile itself: it must be declared.
+	declared := func(name string) bool {
+		_, ok := d.stores.Desired.Get(controllers.ProfileKey(name))
+		return ok
+	}
+	d.auth, err = admission.Open(path, admission.Options{Pressure: d.pressure, Profiles: declared})
 	if err != nil {
 		return fmt.Errorf("admission journal: %w", err)
 	}
@@ -208,6 +213,7 @@ func (d *Daemon) admissionStatus() *v1alpha1.AdmissionStatus {
 	s := d.auth.Snapshot()
 	st := &v1alpha1.AdmissionStatus{
 		Capacity:        s.Capacity.Amounts(),
+		Reserved:        s.Reserved.Amounts(),
 		Target:          s.Target.Amounts(),
 		Committed:       s.Committed.Amounts(),
 		Free:            s.Free.Amounts(),

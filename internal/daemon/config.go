@@ -48,6 +48,10 @@ type Config struct {
 	// MetricsAddress, when set, also serves /metrics on this loopback TCP
 	// address.
 	MetricsAddress string
+	// DevGuardSocket, when set, is the unix socket on which marshald
+	// serves DevGuard's wire protocol to the declared Consumers, mode
+	// 0600.
+	DevGuardSocket string
 	// Pressure is where admission's pressure level comes from: host (the
 	// host's PSI, MemAvailable and the state disk) or off (always
 	// normal: the target is the whole work capacity).
@@ -147,8 +151,8 @@ func (c *Config) absolute() error {
 	if c.EgressSocket == "" {
 		c.EgressSocket = defaultEgressSocket(c.Socket)
 	}
-	for _, p := range []*string{&c.ConfigDir, &c.StateDir, &c.Socket, &c.EgressSocket} {
-		if *p == EgressOff {
+	for _, p := range []*string{&c.ConfigDir, &c.StateDir, &c.Socket, &c.EgressSocket, &c.DevGuardSocket} {
+		if *p == EgressOff || *p == "" {
 			continue
 		}
 		abs, err := filepath.Abs(*p)

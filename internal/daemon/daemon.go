@@ -21,6 +21,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
+	"github.com/marshal-dev/marshal/internal/devguardwire"
 	"github.com/marshal-dev/marshal/internal/events"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -54,7 +55,13 @@ type Daemon struct {
 	view      *view
 	ln        net.Listener
 	metricsLn net.Listener
-	ready     atomic.Bool
+	// dgView, devguard and devguardLn serve DevGuard's wire, when
+	// --devguard-socket is given; dgView is always made, so that the
+	// consumers are served to the authority whatever the socket.
+	dgView     *devguardView
+	devguard   *devguardwire.Server
+	devguardLn net.Listener
+	ready      atomic.Bool
 	// closers close what New opened, in reverse order.
 	closers []func() error
 }
@@ -144,6 +151,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	d.closers = append(d.closers, d.manager.Close)
 	d.wireAuthority()
+	d.wireConsumers()
 	if err := d.newMetrics(queues); err != nil {
 		return nil, err
 	}
@@ -169,6 +177,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	d.closers = append(d.closers, d.ln.Close)
 	d.view = newView(d)
 	d.server = apiserver.New(d.view, opts)
+	if err := d.listenDevGuard(); err != nil {
+		return nil, err
+	}
 	if cfg.MetricsAddress != "" {
 		if d.metricsLn, err = metrics.ListenTCP(ctx, cfg.MetricsAddress); err != nil {
 			return nil, fmt.Errorf("--metrics-address: %w", err)
@@ -237,6 +248,9 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	})
 	start("api", func(ctx context.Context) error { return d.server.Serve(ctx, ln) })
 	start("egress", d.runEgress)
+	if d.devguard != nil {
+		start("devguard", func(ctx context.Context) error { return d.devguard.Serve(ctx, d.devguardLn) })
+	}
 	wg.Go(func() { d.notifyReady(ctx) })
 
 	<-ctx.Done()

@@ -60,7 +60,7 @@ var _ controllers.Launches = (*launchesView)(nil)
 
 func (v *launchesView) Launch(id string) (controllers.LaunchInfo, bool) {
 	i, ok := v.l.Info(id)
-	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt}, ok
+	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt, Consumer: i.Consumer}, ok
 }
 
 func (v *launchesView) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {

@@ -220,6 +220,10 @@ func describeAdmission(b *strings.Builder, a *v1alpha1.AdmissionStatus) {
 		pressure += ": " + a.PressureMessage
 	}
 	fmt.Fprintf(b, "  %-10s%s\n", "Pressure:", pressure)
+	if r := a.Reserved; r != (v1alpha1.Amounts{}) {
+		fmt.Fprintf(b, "  %-10scpu %s, memory %s, tasks %d, for the consumers' control\n", "Reserved:",
+			cpu(r.CPUMilli), bytesIEC(r.MemoryBytes), r.Tasks)
+	}
 	newTable("RESOURCE", "CAPACITY", "TARGET", "COMMITTED", "FREE").write(b, "  ", [][]string{
 		{"cpu", cpu(a.Capacity.CPUMilli), cpu(a.Target.CPUMilli), cpu(a.Committed.CPUMilli), cpu(a.Free.CPUMilli)},
 		{"memory", bytesIEC(a.Capacity.MemoryBytes), bytesIEC(a.Target.MemoryBytes), bytesIEC(a.Committed.MemoryBytes), bytesIEC(a.Free.MemoryBytes)},

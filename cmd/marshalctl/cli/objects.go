@@ -321,7 +321,13 @@ func agentCells(data json.RawMessage, wide, _ bool) ([]string, error) {
 	if !wide {
 		name, attempt = shortScope(name, a.Status.ID), shortID(attempt)
 	}
-	r := []string{name, a.Status.Profile, orDash(a.Status.Workspace), orDash(attempt),
+	workspace := a.Status.Workspace
+	if a.Status.Consumer != "" {
+		// A consumer's launch helper runs in no workspace: who launched
+		// it is said where the workspace is.
+		workspace = "consumer:" + a.Status.Consumer
+	}
+	r := []string{name, a.Status.Profile, orDash(workspace), orDash(attempt),
 		fmt.Sprint(a.Status.Usage.Tasks), cpuTime(a.Status.Usage.CPUUsec), bytesIEC(a.Status.Usage.MemoryBytes), age(a.Status.Since)}
 	if wide {
 		r = append(r, a.Status.Path)

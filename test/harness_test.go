@@ -29,6 +29,11 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(clientEnv); mode != "" {
 		os.Exit(runClient(mode))
 	}
+	if role := os.Getenv(childRoleEnv); role != "" {
+		// This binary run again as a child of a test, in a role of its
+		// own.
+		os.Exit(runChild(role, os.Args[1:]))
+	}
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -47,7 +52,7 @@ func run(m *testing.M) (int, error) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, "../cmd/marshald", "../cmd/marshalctl")...)
+	build := exec.Command("go", append(args, "../cmd/marshald", "../cmd/marshalctl", "../cmd/marshal-devguard-launch")...)
 	if !raceEnabled {
 		// As make build does: the race detector needs cgo, the rest not.
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -1,0 +1,106 @@
+//go:build linux
+
+package test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/marshal-dev/marshal/internal/devguardwire/devguardtest"
+)
+
+// A kill of marshald between any two requests of DevGuard's wire loses
+// and double-counts nothing: after every request marshald is killed
+// (SIGKILL) and started again, the instance registers again, and every
+// attempt answered before is looked up, in the phase it was answered in
+// or the one a restart makes of it, with what the charged ones hold
+// exactly what the host says is committed.
+func TestDevGuardKillBetweenRequestsLosesNothing(t *testing.T) {
+	g := startDevGuardWith(t, func(m string) string {
+		// No prepared attempt may expire while the test restarts marshald.
+		return strings.Replace(m, "  devguard:", "  prepared_ttl: 10m\n  devguard:", 1)
+	})
+	huge := dgAdmission("a3")
+	huge.Intent.Requested.CPUMilli = 1 << 40
+	steps := []struct {
+		name string
+		do   func(c *devguardtest.Client) (devguardtest.Record, error)
+	}{
+		{"admit a1", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Admit(dgAdmission("a1")) }},
+		{"admit a2", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Admit(dgAdmission("a2")) }},
+		{"begin a1", func(c *devguardtest.Client) (devguardtest.Record, error) {
+			gr, err := c.BeginLaunch(dgAdmission("a1").Key)
+			return gr.Attempt, err
+		}},
+		{"cancel a2", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Cancel(dgAdmission("a2").Key) }},
+		{"admit a3, denied", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Admit(huge) }},
+		{"replay a1's admission", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Admit(dgAdmission("a1")) }},
+		{"abandon a1", func(c *devguardtest.Client) (devguardtest.Record, error) {
+			return c.AbandonLaunch(dgAdmission("a1").Key, "grant_not_received")
+		}},
+		{"admit a4", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Admit(dgAdmission("a4")) }},
+		{"begin a4", func(c *devguardtest.Client) (devguardtest.Record, error) {
+			gr, err := c.BeginLaunch(dgAdmission("a4").Key)
+			return gr.Attempt, err
+		}},
+		{"cancel a4", func(c *devguardtest.Client) (devguardtest.Record, error) { return c.Cancel(dgAdmission("a4").Key) }},
+	}
+	answered := map[string]devguardtest.Record{}
+	for _, st := range steps {
+		c, _ := g.session(t, "codespace-a")
+		r, err := st.do(c)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		answered[r.Key.AttemptID] = r
+		c.Close()
+
+		g.kill()
+		g.start()
+		l, in := g.session(t, "codespace-a")
+		var charged devguardtest.Budget
+		for id, was := range answered {
+			s, _ := g.session(t, "codespace-a")
+			now, err := s.Lookup(dgAdmission(id).Key)
+			if err != nil {
+				t.Fatalf("after %s and a kill: lookup %s = %v, want the attempt answered before", st.name, id, err)
+			}
+			if !restartMade(was.Phase, now.Phase) || now.Owner != in || now.RequestFingerprint != was.RequestFingerprint {
+				t.Errorf("after %s and a kill: %s is %s of %+v, was %s of %+v", st.name, id, now.Phase, now.Owner, was.Phase, was.Owner)
+			}
+			if chargedPhase(now.Phase) {
+				charged.CPUMilli += now.Reservation.Quantities.CPUMilli
+				charged.MemoryBytes += now.Reservation.Quantities.MemoryBytes
+				charged.Tasks += now.Reservation.Quantities.Tasks
+			}
+			answered[id] = now
+		}
+		l.Close()
+		c2 := g.committed()
+		if uint64(c2["cpu_milli"].(float64)) != charged.CPUMilli || uint64(c2["memory_bytes"].(float64)) != charged.MemoryBytes ||
+			uint64(c2["tasks"].(float64)) != charged.Tasks {
+			t.Errorf("after %s and a kill: committed %v, the charged attempts hold %+v", st.name, c2, charged)
+		}
+	}
+}
+
+// restartMade reports whether a restart may have made phase now of an
+// attempt answered in phase was: the same, or, for a committed launch
+// whose scope no one saw, suspect until evidence settles it.
+func restartMade(was, now string) bool {
+	switch {
+	case was == now:
+		return true
+	case was == "launch_committed" || was == "scope_bound" || was == "run_authorized":
+		return now == "suspect"
+	}
+	return false
+}
+
+func chargedPhase(p string) bool {
+	switch p {
+	case "prepared", "launch_committed", "scope_bound", "run_authorized", "draining", "suspect":
+		return true
+	}
+	return false
+}

@@ -58,6 +58,7 @@ func TestMakeInstall(t *testing.T) {
 				tc.bindir + "/marshald":                 0o755,
 				tc.bindir + "/marshalctl":               0o755,
 				tc.bindir + "/marshal-netns":            0o755,
+				tc.bindir + "/marshal-devguard-launch":  0o755,
 				tc.unitdir + "/system/marshald.service": 0o644,
 				tc.unitdir + "/user/marshald.service":   0o644,
 			}

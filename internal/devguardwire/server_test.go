@@ -3,9 +3,11 @@ package devguardwire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -150,5 +152,34 @@ func TestServerClosesAnIdleSession(t *testing.T) {
 	}
 	if d := time.Since(start); d < FrameDeadline/2 {
 		t.Errorf("closed after %s, well before the deadline", d)
+	}
+}
+
+// Every error the Daemon returns has its definite code, and only what
+// leaves the outcome unknown is resource_control_unavailable.
+func TestErrorsMapToDevGuardsCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code Code
+	}{
+		{admission.ErrInvalidRequest, CodeInvalidRequest},
+		{admission.ErrUnauthorized, CodeUnauthorized},
+		{launch.ErrNotOwnersChild, CodeUnauthorized},
+		{admission.ErrNotFound, CodeNotFound},
+		{admission.ErrAttemptConflict, CodeAttemptConflict},
+		{admission.ErrInvalidTransition, CodeInvalidTransition},
+		{launch.ErrClaimed, CodeInvalidTransition},
+		{admission.ErrInstancesFull, CodeResourceUnavailable},
+		{admission.ErrJournalFailed, CodeResourceUnavailable},
+		{admission.ErrEvidence, CodeResourcePolicyUnsupported},
+		{admission.ErrUnavailable, CodeResourceControlUnavailable},
+		{admission.ErrClosed, CodeResourceControlUnavailable},
+		{context.DeadlineExceeded, CodeResourceControlUnavailable},
+		{errors.New("anything else"), CodeResourceControlUnavailable},
+	} {
+		wrapped := fmt.Errorf("attempt x: %w", tc.err)
+		if got := errorOf(wrapped); got.Code != tc.code || strings.Contains(got.Message, "attempt x") {
+			t.Errorf("errorOf(%v) = %+v, want %s with a message of its own", tc.err, got, tc.code)
+		}
 	}
 }

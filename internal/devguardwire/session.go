@@ -71,7 +71,7 @@ func errorOf(err error) *wireError {
 		return failure(CodeNotFound, "execution attempt not found")
 	case errors.Is(err, admission.ErrAttemptConflict):
 		return failure(CodeAttemptConflict, "attempt or instance identity has a different meaning or owner")
-	case errors.Is(err, admission.ErrInvalidTransition):
+	case errors.Is(err, admission.ErrInvalidTransition), errors.Is(err, launch.ErrClaimed):
 		return failure(CodeInvalidTransition, "execution phase does not allow this transition")
 	case errors.Is(err, admission.ErrInstancesFull):
 		return failure(CodeResourceUnavailable, "consumer instance pool is occupied")

@@ -431,7 +431,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, p *plan) {
 	}
 	var seen uint64
 	for i := 0; i+1 < len(n.Content) && !d.stopped; i += 2 {
-		key, ok := d.key(n.Content[i])
+		key, ok := d.key(n.Content[i], n.Content[i+1])
 		if !ok {
 			continue
 		}
@@ -469,9 +469,9 @@ func fieldByIndex(v reflect.Value, index []int) reflect.Value {
 	return v.FieldByIndex(index)
 }
 
-// key resolves a mapping key and checks that it is a plain string key. It
-// reports an error and false otherwise.
-func (d *decoder) key(k *yaml.Node) (*yaml.Node, bool) {
+// key resolves a mapping key, whose value is val, and checks that it is a
+// plain string key. It reports an error and false otherwise.
+func (d *decoder) key(k, val *yaml.Node) (*yaml.Node, bool) {
 	line := k.Line
 	if k.Kind == yaml.AliasNode {
 		if !d.enterAlias(k) {
@@ -487,7 +487,7 @@ func (d *decoder) key(k *yaml.Node) (*yaml.Node, bool) {
 		return nil, false
 	}
 	switch {
-	case k.Kind == yaml.ScalarNode && k.Tag == "!!merge":
+	case k.Kind == yaml.ScalarNode && k.Tag == "!!merge" && merges(val):
 		d.failAt(line, ErrAlias, `merge keys ("<<") are not supported; write the fields out`)
 		return nil, false
 	case k.Kind != yaml.ScalarNode || isNull(k):
@@ -495,6 +495,17 @@ func (d *decoder) key(k *yaml.Node) (*yaml.Node, bool) {
 		return nil, false
 	}
 	return k, true
+}
+
+// merges reports whether val, the value of a plain "<<" key, makes the
+// key a merge key: only a mapping or a list (of mappings) can be merged.
+// Under a scalar value "<<" is the string it reads as, which is how
+// sigs.k8s.io/yaml writes a key "<<" (an environment variable's name).
+func merges(val *yaml.Node) bool {
+	if val.Kind == yaml.AliasNode && val.Alias != nil {
+		val = val.Alias
+	}
+	return val.Kind != yaml.ScalarNode
 }
 
 // firstKeyLine is the line of the first key named name in mapping n.
@@ -540,7 +551,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, p *plan) {
 	}
 	m := reflect.MakeMapWithSize(p.typ, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content) && !d.stopped; i += 2 {
-		key, ok := d.key(n.Content[i])
+		key, ok := d.key(n.Content[i], n.Content[i+1])
 		if !ok {
 			continue
 		}
@@ -574,6 +585,11 @@ func isString(n *yaml.Node) bool {
 	}
 	switch n.Tag {
 	case "!!str", "!!timestamp":
+		return true
+	case "!!merge":
+		// The parser tags a plain "<<" as a merge key wherever it stands;
+		// only as the key of a mapping to merge is it one (refused there),
+		// and sigs.k8s.io/yaml writes the string "<<" plain.
 		return true
 	case "!!int", "!!float":
 		// The parser reads some plain scalars as YAML 1.2 numbers ("0o17",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +363,35 @@ func TestAliasBombIsStoppedByTheAliasLimitAlone(t *testing.T) {
 	expanded := bytes.ReplaceAll(bytes.Replace(data, []byte("&h "), nil, 1), []byte("*h"), anchored[1])
 	if f := LoadBytes("expanded.yaml", expanded); len(f.Errors) > 0 || len(f.Objects) != 1 {
 		t.Fatalf("the alias bomb written out = %d objects, errors %v; want one valid object", len(f.Objects), f.Errors)
+	}
+}
+
+// A plain "<<" is a merge key only as the key of something to merge (a
+// mapping or a list): anywhere else it is the string it reads as, which
+// is how sigs.k8s.io/yaml, and so kubectl, writes the string "<<".
+func TestPlainDoubleAngleIsAStringUnlessItMerges(t *testing.T) {
+	const ws = "apiVersion: marshal.dev/v1alpha1\nkind: Workspace\nmetadata: {name: w}\nspec:\n  root: /\n  profile: p\n  exec:\n"
+	for _, tc := range []struct {
+		name, in string
+		want     func(*v1alpha1.Workspace) bool
+	}{
+		{"list_item", ws + "    argv0:\n    - <<\n", func(w *v1alpha1.Workspace) bool { return slices.Equal(w.Spec.Exec.Argv0, []string{"<<"}) }},
+		{"key_of_a_string", ws + "    env:\n      <<: x\n", func(w *v1alpha1.Workspace) bool { return w.Spec.Exec.Env["<<"] == "x" }},
+		{"value", ws + "    env:\n      A: <<\n", func(w *v1alpha1.Workspace) bool { return w.Spec.Exec.Env["A"] == "<<" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := LoadBytes("w.yaml", []byte(tc.in))
+			if len(f.Errors) > 0 || len(f.Objects) != 1 {
+				t.Fatalf("LoadBytes = %v, want one object", f.Errors)
+			}
+			if w := f.Objects[0].Object.(*v1alpha1.Workspace); !tc.want(w) {
+				t.Errorf("loaded %+v", w.Spec.Exec)
+			}
+		})
+	}
+	for _, in := range []string{ws + "    env:\n      <<: {A: b}\n", ws + "    env:\n      <<: [{A: b}]\n"} {
+		if f := LoadBytes("w.yaml", []byte(in)); len(f.Errors) != 1 || !errors.Is(f.Errors[0], ErrAlias) {
+			t.Errorf("LoadBytes(%q) = %v, want the merge key refused", in, f.Errors)
+		}
 	}
 }

@@ -81,12 +81,13 @@ func TestGettingStarted(t *testing.T) {
 }
 
 // startDocDaemon starts marshald as the doc's line says, with a private
-// cgroup root and pressure off (the test machine's load must not decide
-// what is admitted), and waits until it is ready.
+// cgroup root, pressure off (the test machine's load must not decide
+// what is admitted) and no egress proxy on a fixed port (tests run at
+// once), and waits until it is ready.
 func startDocDaemon(t *testing.T, dir string, env, exports []string, args, cgroupRoot string) {
 	t.Helper()
 	log := &syncBuffer{wake: make(chan struct{}, 1)}
-	cmd := exec.Command("bash", "-c", strings.Join(exports, "\n")+"\nexec marshald "+args+" --backend cgroupfs --cgroup-root "+cgroupRoot+" --pressure off")
+	cmd := exec.Command("bash", "-c", strings.Join(exports, "\n")+"\nexec marshald "+args+" --backend cgroupfs --cgroup-root "+cgroupRoot+" --pressure off --egress-address off")
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

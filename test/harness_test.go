@@ -129,10 +129,14 @@ func (d *daemon) start(extra ...string) {
 	t := d.t
 	t.Helper()
 	// No test here is about pressure: the host's load (PSI, a busy CI
-	// machine) must not decide what is admitted.
+	// machine) must not decide what is admitted. Tests run at once, so
+	// none may hold a fixed port.
 	args := append([]string{
 		"--config-dir", d.config, "--state-dir", d.state, "--socket", d.socket,
 		"--backend", "cgroupfs", "--cgroup-root", d.root, "--pressure", "off",
+		// The egress proxy's default address is one per uid: tests that
+		// want the proxy give their own (port 0), the others take none.
+		"--egress-address", "off",
 	}, extra...)
 	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
 	d.cmd = exec.Command(filepath.Join(bin, "marshald"), args...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -95,10 +96,22 @@ func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, a
 			o.timeout, orDash(scope), orDash(attempt))
 		return &ExitError{Code: 128 + int(syscall.SIGKILL), Silent: true}
 	}
-	// Die as the agent died.
-	signal.Reset(sig)
-	syscall.Kill(os.Getpid(), sig)
+	dieBy(sig)
 	return &ExitError{Code: 128 + int(sig), Silent: true}
+}
+
+// dieBy ends this process by sig, as the agent died, so that a shell sees
+// the same. The signal goes to this thread, not the process: a signal to
+// the process may be taken by another thread while this one goes on to
+// exit with a status, and the exit wins. Sent to this thread it is
+// delivered as the call returns, and the runtime's action for a signal
+// nothing watches (to die by it) runs before anything after the call. It
+// returns only when sig does not end a process.
+func dieBy(sig syscall.Signal) {
+	signal.Reset(sig)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	syscall.Tgkill(syscall.Getpid(), syscall.Gettid(), sig)
 }
 
 // reportLaunch tells the marshalctl that supervises this launch which

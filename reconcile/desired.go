@@ -146,27 +146,47 @@ func (d *DesiredStore) Set(obj v1alpha1.Object) (changed bool, err error) {
 	return changed, nil
 }
 
+// Next returns the count Set(obj) would give obj now: the generation and
+// the digest of obj's spec. The store's owner, the only caller of Set,
+// uses it to record a generation before anyone can see it.
+func (d *DesiredStore) Next(obj v1alpha1.Object) (Generation, error) {
+	key, spec, err := inspect(obj)
+	if err != nil {
+		return Generation{}, err
+	}
+	d.mu.RLock()
+	gen := d.nextLocked(key, spec)
+	d.mu.RUnlock()
+	return Generation{Generation: gen, Spec: sha256.Sum256(spec)}, nil
+}
+
+// nextLocked returns the generation of spec stored under key, following
+// the generation rules.
+func (d *DesiredStore) nextLocked(key Key, spec []byte) int64 {
+	old := d.byKind[key.Kind][key.Name]
+	switch r, restored := d.restored[key]; {
+	case old == nil && restored:
+		if r.Spec != sha256.Sum256(spec) {
+			return max(r.Generation, 1) + 1
+		}
+		return max(r.Generation, 1)
+	case old == nil:
+		return 1
+	case !bytes.Equal(old.spec, spec):
+		return old.obj.GetObjectMeta().Generation + 1
+	default:
+		return old.obj.GetObjectMeta().Generation
+	}
+}
+
 func (d *DesiredStore) setLocked(key Key, stored v1alpha1.Object, spec []byte) bool {
 	names := d.byKind[key.Kind]
 	old := names[key.Name]
-	meta := stored.GetObjectMeta()
-	switch r, restored := d.restored[key]; {
-	case old == nil && restored:
-		delete(d.restored, key)
-		meta.Generation = max(r.Generation, 1)
-		if r.Spec != sha256.Sum256(spec) {
-			meta.Generation++
-		}
-	case old == nil:
-		meta.Generation = 1
-	case !bytes.Equal(old.spec, spec):
-		meta.Generation = old.obj.GetObjectMeta().Generation + 1
-	default:
-		meta.Generation = old.obj.GetObjectMeta().Generation
-		if sameMeta(old.obj, stored) {
-			return false
-		}
+	stored.GetObjectMeta().Generation = d.nextLocked(key, spec)
+	if old != nil && bytes.Equal(old.spec, spec) && sameMeta(old.obj, stored) {
+		return false
 	}
+	delete(d.restored, key)
 	if names == nil {
 		names = make(map[string]*desiredEntry)
 		d.byKind[key.Kind] = names

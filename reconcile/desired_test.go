@@ -189,11 +189,22 @@ func TestDesiredStoreRestore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := reconcile.NewDesiredStore()
 			tc.prepare(t, d)
+			next, err := d.Next(tc.set)
+			if err != nil {
+				t.Fatal(err)
+			}
 			mustSet(t, d, tc.set)
 			obj, _ := d.Get(pkey("p"))
 			g, _ := d.GenerationOf(pkey("p"))
 			if obj.GetObjectMeta().Generation != tc.want || g.Generation != tc.want {
 				t.Errorf("generation = %d (GenerationOf %d), want %d", obj.GetObjectMeta().Generation, g.Generation, tc.want)
+			}
+			// Next foretells the count Set gives.
+			if next != g {
+				t.Errorf("Next before Set = %+v, Set gave %+v", next, g)
+			}
+			if again, _ := d.Next(tc.set); again != g {
+				t.Errorf("Next of the stored spec = %+v, want %+v", again, g)
 			}
 			// The count is used once: delete and set again starts at 1.
 			d.Delete(pkey("p"))

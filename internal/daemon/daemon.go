@@ -49,6 +49,7 @@ type Daemon struct {
 	egress    *egressProxy
 	stopper   *agentstop.Stopper
 	stores    *controllers.Stores
+	declarer  *declarer
 	source    *source.Source
 	manager   *controllers.Manager
 	server    *apiserver.Server
@@ -128,12 +129,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 		mount = mounts.V2
 	}
-	decl, err := newDeclarer(d.stores, d.db, d.clock, log)
-	if err != nil {
+	if d.declarer, err = newDeclarer(d.stores, d.db, d.clock, log); err != nil {
 		return nil, fmt.Errorf("loading generations: %w", err)
 	}
 	d.source = source.New(source.Options{
-		Dir: cfg.ConfigDir, Sink: decl, Store: d.db, Recorder: d.recorder,
+		Dir: cfg.ConfigDir, Sink: d.declarer, Store: d.db, Recorder: d.recorder,
 		Logger: log, Relist: cfg.Relist,
 	})
 	// The controllers and the launcher need each other, at run time
@@ -214,6 +214,18 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
+	// The generations are written until every component, the source
+	// among them, has ended, and exact then.
+	writing, stopWriting := context.WithCancel(context.WithoutCancel(parent))
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		d.declarer.run(writing)
+	}()
+	defer func() {
+		stopWriting()
+		<-written
+	}()
 	start := func(name string, fn func(context.Context) error) {
 		wg.Go(func() {
 			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {

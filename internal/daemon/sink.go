@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/internal/state"
@@ -26,23 +28,33 @@ type generation struct {
 
 // declarer takes the manifest source's declarations into the stores, and
 // keeps generations and creation times across restarts: it restores the
-// desired store's counts at start, stamps creation times, and saves what
-// changed.
+// desired store's counts at start, stamps creation times, and records
+// each generation before anyone can see it as generations.go says: an
+// edit at once, its record in the background.
 type declarer struct {
 	stores *controllers.Stores
-	db     *state.DB
 	clock  clock.PassiveClock
 	log    *slog.Logger
+	writer *generationWriter
 
-	// mu guards saved.
+	// mu serializes Declare and guards saved.
 	mu sync.Mutex
-	// saved holds the records as the state database has them.
+	// saved holds each object's latest record, durable or handed to the
+	// writer.
 	saved map[reconcile.Key]generation
 }
 
 func newDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveClock, log *slog.Logger) (*declarer, error) {
-	d := &declarer{stores: stores, db: db, clock: clk, log: log, saved: map[reconcile.Key]generation{}}
-	err := db.ForEach(state.Generations, func(k string, v []byte) error {
+	d := &declarer{stores: stores, clock: clk, log: log, saved: map[reconcile.Key]generation{}}
+	running, err := db.Get(state.Generations, runningMark)
+	if err != nil {
+		return nil, err
+	}
+	// After a crash, each object's count is beyond what the crashed run
+	// may have shown, for a spec not known.
+	crashed := running != nil
+	durable := map[reconcile.Key]int64{}
+	err = db.ForEach(state.Generations, func(k string, v []byte) error {
 		key, err := reconcile.ParseKey(k)
 		if err != nil {
 			return nil
@@ -52,25 +64,41 @@ func newDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveCloc
 			return nil
 		}
 		d.saved[key] = g
+		durable[key] = g.Generation
 		var sum reconcile.SpecSum
-		if copy(sum[:], g.SpecSum) == len(sum) {
+		switch {
+		case crashed:
+			stores.Desired.Restore(key, reconcile.Generation{Generation: g.Generation + generationsAhead})
+		case copy(sum[:], g.SpecSum) == len(sum):
 			stores.Desired.Restore(key, reconcile.Generation{Generation: g.Generation, Spec: sum})
 		}
 		return nil
 	})
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	if crashed {
+		log.Warn("marshald did not stop cleanly: generations of declared objects move ahead", "by", generationsAhead+1)
+	}
+	d.writer = newGenerationWriter(db, log, durable, crashed)
+	return d, nil
 }
+
+// run writes the records in the background until ctx ends, and every
+// record exact then. It must outlast every Declare.
+func (d *declarer) run(ctx context.Context) { d.writer.run(ctx) }
 
 // Declare implements source.Sink.
 func (d *declarer) Declare(changes []source.Change) {
-	persist := map[string][]byte{}
 	d.mu.Lock()
-	for _, c := range changes {
+	defer d.mu.Unlock()
+	records := map[reconcile.Key]record{}
+	objs := make([]v1alpha1.Object, len(changes))
+	wait := false
+	for i, c := range changes {
 		if c.Declaration == nil {
-			d.stores.Desired.Delete(c.Key)
-			d.stores.Decls.Delete(c.Key)
 			delete(d.saved, c.Key)
-			persist[c.Key.String()] = nil
+			records[c.Key] = record{}
 			continue
 		}
 		saved, known := d.saved[c.Key]
@@ -81,22 +109,40 @@ func (d *declarer) Declare(changes []source.Change) {
 		// The source's object is its own: the stamp goes on a copy.
 		obj := c.Declaration.Object.DeepCopyObject()
 		obj.GetObjectMeta().CreationTimestamp = created
-		d.stores.Decls.Set(c.Key, declaredOf(c.Declaration))
-		if _, err := d.stores.Desired.Set(obj); err != nil {
+		next, err := d.stores.Desired.Next(obj)
+		if err != nil {
 			d.log.Error("storing declared object", "object", c.Key.String(), "err", err)
 			continue
 		}
-		g, _ := d.stores.Desired.GenerationOf(c.Key)
-		rec := generation{Generation: g.Generation, SpecSum: g.Spec[:], Created: created}
+		objs[i] = obj
+		rec := generation{Generation: next.Generation, SpecSum: next.Spec[:], Created: created}
 		if !known || rec.Generation != saved.Generation || !bytes.Equal(rec.SpecSum, saved.SpecSum) {
 			d.saved[c.Key] = rec
-			persist[c.Key.String()], _ = json.Marshal(rec)
+			data, _ := json.Marshal(rec)
+			records[c.Key] = record{generation: rec.Generation, data: data}
 		}
+		// A new object's creation time is recorded before it is shown.
+		wait = wait || !known || !d.writer.shown(c.Key, next.Generation)
 	}
-	d.mu.Unlock()
-	if len(persist) > 0 {
-		if err := d.db.Write(state.Generations, persist); err != nil {
-			d.log.Error("persisting generations", "err", err)
+	d.writer.put(records)
+	if wait {
+		// Shown even when the disk refuses: the error is logged, and the
+		// records stay pending for the next commit.
+		d.writer.write(false)
+	}
+	for i, c := range changes {
+		switch {
+		case c.Declaration == nil:
+			d.stores.Desired.Delete(c.Key)
+			d.stores.Decls.Delete(c.Key)
+		default:
+			d.stores.Decls.Set(c.Key, declaredOf(c.Declaration))
+			if objs[i] == nil {
+				continue
+			}
+			if _, err := d.stores.Desired.Set(objs[i]); err != nil {
+				d.log.Error("storing declared object", "object", c.Key.String(), "err", err)
+			}
 		}
 	}
 }

@@ -143,9 +143,15 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		conds = append(conds, condition(v1alpha1.ConditionOrphaned, true, ReasonOrphaned, "", fmt.Sprintf(
 			"profile %s is not declared: the agent keeps running", sc.Profile)))
 	}
+	if cur, _ := r.s.Agents.Get(req.Key); cur.ID == "" && !launched && r.launches != nil && r.rec != nil {
+		// Said once, when the scope is first seen: only a scope the launch
+		// path recorded is an agent marshald launched.
+		r.rec.Warning(req.Key, ReasonForeignScope, fmt.Sprintf(
+			"scope %s was not launched by marshald: it is not counted as an agent of profile %s where identity matters", sc.Name, sc.Profile))
+	}
 	updateStatus(r.s.Agents, r.rec, req.Key, func(st *v1alpha1.AgentStatus) []v1alpha1.Condition {
 		st.Profile, st.ID, st.Path, st.Populated, st.Since = sc.Profile, sc.ID, sc.Path, sc.Populated, memo.since
-		st.Workspace, st.Attempt, st.Consumer = info.Workspace, info.Attempt, info.Consumer
+		st.Workspace, st.Attempt, st.Consumer, st.Launched = info.Workspace, info.Attempt, info.Consumer, launched
 		c := conds
 		if declared && FindCondition(st.Conditions, v1alpha1.ConditionOrphaned) != nil {
 			c = append(c, condition(v1alpha1.ConditionOrphaned, false, "", ReasonProfileDeclared,

@@ -39,7 +39,10 @@ const (
 	ReasonDuplicateDeclaration = "DuplicateDeclaration"
 	ReasonConflictResolved     = "ConflictResolved"
 	// Agent Orphaned.
-	ReasonOrphaned        = "Orphaned"
+	ReasonOrphaned = "Orphaned"
+	// ReasonForeignScope: a scope under the naming contract that marshald
+	// did not launch (an event on the Agent).
+	ReasonForeignScope    = "ForeignScope"
 	ReasonProfileDeclared = "ProfileDeclared"
 )
 

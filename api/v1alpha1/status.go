@@ -168,6 +168,12 @@ type AgentStatus struct {
 	Consumer string `json:"consumer,omitempty"`
 	// Attempt is the admission attempt bound to the scope, when any.
 	Attempt string `json:"attempt,omitempty"`
+	// Launched reports whether marshald launched the scope: its launch
+	// path recorded it. A scope it did not launch (made by hand, or by
+	// another tool under the naming contract) is foreign: its name proves
+	// nothing, and whatever decides on identity (egress, DevGuard
+	// observe) must not count it as an agent of its profile.
+	Launched bool `json:"launched"`
 	// Populated reports whether any process is in the scope.
 	Populated bool `json:"populated"`
 	// Usage is what the scope uses.

@@ -121,7 +121,7 @@ func fixture() []any {
 		TypeMeta: v1alpha1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.KindAgent},
 		Metadata: v1alpha1.ObjectMeta{Name: "marshal-coder-" + agentID + ".scope"},
 		Status: v1alpha1.AgentStatus{
-			Profile: "coder", ID: agentID, Workspace: "webapp", Attempt: agentID,
+			Profile: "coder", ID: agentID, Workspace: "webapp", Attempt: agentID, Launched: true,
 			Path:      "/marshal.slice/marshal-coder.slice/marshal-coder-" + agentID + ".scope",
 			Populated: true,
 			Usage:     v1alpha1.AgentUsage{CPUUsec: 1_234_567, MemoryBytes: 432_013_312, Tasks: 14},

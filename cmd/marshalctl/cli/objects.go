@@ -305,7 +305,7 @@ func enforcement(es []v1alpha1.Enforcement) string {
 }
 
 func agentHeader(wide, _ bool) []string {
-	h := []string{"SCOPE", "PROFILE", "WORKSPACE", "ATTEMPT", "PIDS", "CPU", "MEMORY", "AGE"}
+	h := []string{"SCOPE", "PROFILE", "WORKSPACE", "ATTEMPT", "ORIGIN", "PIDS", "CPU", "MEMORY", "AGE"}
 	if wide {
 		h = append(h, "PATH")
 	}
@@ -327,7 +327,12 @@ func agentCells(data json.RawMessage, wide, _ bool) ([]string, error) {
 		// it is said where the workspace is.
 		workspace = "consumer:" + a.Status.Consumer
 	}
-	r := []string{name, a.Status.Profile, orDash(workspace), orDash(attempt),
+	// A scope marshald did not launch is foreign: its name proves nothing.
+	origin := "foreign"
+	if a.Status.Launched {
+		origin = "marshald"
+	}
+	r := []string{name, a.Status.Profile, orDash(workspace), orDash(attempt), origin,
 		fmt.Sprint(a.Status.Usage.Tasks), cpuTime(a.Status.Usage.CPUUsec), bytesIEC(a.Status.Usage.MemoryBytes), age(a.Status.Since)}
 	if wide {
 		r = append(r, a.Status.Path)

@@ -17,9 +17,12 @@ import (
 // agent and workspace controllers consult. internal/launch's Launcher
 // implements it (through the daemon).
 type Launches interface {
-	// Launch returns what was recorded of the launch whose scope has ID
-	// id, and false when no launch recorded it.
-	Launch(id string) (LaunchInfo, bool)
+	// Launched returns what was recorded of the launch of the scope id
+	// names, and false when marshald did not launch that scope: no launch
+	// recorded its ID, or the launch of that ID is of another profile or
+	// at another path (id.Path "" when not known). Only a scope it
+	// launched is an agent of a workspace.
+	Launched(id scope.Identity) (LaunchInfo, bool)
 	// Settle reports whether the launch of sc is over: its scope seen
 	// empty (read afresh) and its launched process known to have exited;
 	// when it is, the launch's attempt has been reconciled with that
@@ -106,7 +109,7 @@ func (r *agentReconciler) collectAtStart(scopes []reconcile.Entry[cgroup.Scope])
 
 func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	sc, ok := r.s.Scopes.Get(req.Key)
-	info, launched := r.launchOf(req.Key.Name)
+	info, launched := r.launchOf(req.Key.Name, sc.Path)
 	if !ok {
 		if launched {
 			// Gone from the store; the launch path reads it afresh, since
@@ -202,8 +205,9 @@ func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope) (bool,
 	return true, nil
 }
 
-// launchOf returns what the launch path recorded of scope name.
-func (r *agentReconciler) launchOf(name string) (LaunchInfo, bool) {
+// launchOf returns what the launch path recorded of scope name at path
+// ("" when not known), and whether marshald launched it.
+func (r *agentReconciler) launchOf(name, path string) (LaunchInfo, bool) {
 	if r.launches == nil {
 		return LaunchInfo{}, false
 	}
@@ -211,7 +215,8 @@ func (r *agentReconciler) launchOf(name string) (LaunchInfo, bool) {
 	if !ok {
 		return LaunchInfo{}, false
 	}
-	return r.launches.Launch(id.ID)
+	id.Path = path
+	return r.launches.Launched(id)
 }
 
 // memo returns what is remembered of sc, first seen now if new, and notes

@@ -10,6 +10,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -101,7 +102,7 @@ func (e *env) workspaceOf(sc cgroup.Scope) (string, bool) {
 	if e.launches == nil {
 		return "", false
 	}
-	info, ok := e.launches.Launch(sc.ID)
+	info, ok := e.launches.Launched(scope.Identity{Profile: sc.Profile, ID: sc.ID, Scope: sc.Name, Path: sc.Path})
 	if !ok {
 		return "", false
 	}

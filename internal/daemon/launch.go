@@ -10,6 +10,7 @@ import (
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/launch"
+	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // newLauncher makes the launch path over the daemon's parts. It tells the
@@ -58,8 +59,8 @@ type launchesView struct{ l *launch.Launcher }
 
 var _ controllers.Launches = (*launchesView)(nil)
 
-func (v *launchesView) Launch(id string) (controllers.LaunchInfo, bool) {
-	i, ok := v.l.Info(id)
+func (v *launchesView) Launched(id scope.Identity) (controllers.LaunchInfo, bool) {
+	i, ok := v.l.Launched(id)
 	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt, Consumer: i.Consumer}, ok
 }
 

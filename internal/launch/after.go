@@ -9,6 +9,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // Info is what the Launcher knows of a launch, for the controllers and
@@ -54,6 +55,32 @@ func (l *Launcher) Launches() []Info {
 		out = append(out, st.info())
 	}
 	return out
+}
+
+// Launched reports whether marshald launched the scope id names, and what
+// is known of that launch: a launch of id.ID was recorded, it is of
+// id.Profile, and its scope is at id.Path (when both paths are known: a
+// scope being made has none yet, a scope gone from the tree neither).
+//
+// It is the one answer to "is this an agent marshald launched?", and
+// whatever decides on identity reads it, never the scope's name alone: a
+// group named marshal-<profile>-<id>.scope is made by anyone who can
+// write the cgroup tree, so a scope that fails it (no such launch, one of
+// another profile, or at another path) is foreign and belongs to no
+// workspace. It does not see a process moved into a launched scope by
+// the same uid: that process is the scope's as far as the kernel says
+// (only a network namespace of the launch's own would tell them apart).
+func (l *Launcher) Launched(id scope.Identity) (Info, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.launches[id.ID]
+	if st == nil || st.rec.Profile != id.Profile {
+		return Info{}, false
+	}
+	if st.path != "" && id.Path != "" && st.path != id.Path {
+		return Info{}, false
+	}
+	return st.info(), true
 }
 
 // Settle reports whether the launch of scope sc is over: its scope read

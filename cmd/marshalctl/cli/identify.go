@@ -20,7 +20,9 @@ const identifyLong = `Identify says which marshal launch a process belongs to: i
 scope and the launch's id, read from the process's cgroup by the kernel's
 own account. Any process of an agent's tree (the git, npm or curl it runs)
 resolves to the same launch. It needs no daemon; when marshald answers, the
-workspace the agent was launched in and its admission attempt are added.
+workspace the agent was launched in and its admission attempt are added,
+and a scope marshald did not launch is said to be foreign: its name is
+all it has, and marshald counts it as no agent of its profile.
 
 PID defaults to marshalctl's parent: the shell or agent that ran it.
 
@@ -28,11 +30,14 @@ Exit status: 0 when the process is in a marshal scope, 1 when it is not, 2
 on a usage error, 3 when there is no such process.`
 
 // launchInfo is what marshald adds to an identity: where the agent was
-// launched, and its attempt.
+// launched, its attempt, and whether marshald launched its scope at all.
 type launchInfo struct {
 	identity.Identity
 	Workspace string `json:"workspace,omitempty"`
 	Attempt   string `json:"attempt,omitempty"`
+	// Launched is whether marshald launched the scope, nil when marshald
+	// did not answer or does not list the scope (yet).
+	Launched *bool `json:"launched,omitempty"`
 }
 
 // lookupLaunch asks marshald, briefly, about the agent of scope; it
@@ -49,7 +54,14 @@ func lookupLaunch(cmd *cobra.Command, g *globals, info *launchInfo) {
 		return
 	}
 	var a v1alpha1.Agent
-	if json.Unmarshal(raw, &a) == nil {
+	if json.Unmarshal(raw, &a) != nil {
+		return
+	}
+	// A group of the scope's name elsewhere is not the scope marshald
+	// lists under that name.
+	launched := a.Status.Launched && (a.Status.Path == "" || a.Status.Path == info.Path)
+	info.Launched = &launched
+	if launched {
 		info.Workspace, info.Attempt = a.Status.Workspace, a.Status.Attempt
 	}
 }
@@ -104,6 +116,9 @@ func newIdentifyCmd(g *globals, s Streams) *cobra.Command {
 			}
 			if info.Attempt != "" {
 				line += ", attempt " + info.Attempt
+			}
+			if info.Launched != nil && !*info.Launched {
+				line += fmt.Sprintf(" (foreign: marshald did not launch this scope; it is no agent of profile %s)", id.Profile)
 			}
 			if id.Deleted {
 				line += " (its scope is removed: the process has exited)"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -236,8 +237,25 @@ func (s *Server) confirmEmpty(w http.ResponseWriter, r *http.Request) error {
 }
 
 // decode reads the request body, to its end, as one JSON value into v,
-// strictly and at most limit bytes of it.
+// strictly and at most limit bytes of it: a body declared longer is
+// refused before any of it is read, and one that has not arrived whole
+// within Options.BodyTimeout is refused then.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		return apiError(http.StatusRequestEntityTooLarge, localapi.CodeBadRequest,
+			"request body of %d bytes is over the limit of %d bytes; send fewer files at once", r.ContentLength, limit)
+	}
+	err := s.decodeBody(w, r, v, limit)
+	if err == nil {
+		unboundBody(w)
+	} else {
+		w.Header().Set("Connection", "close")
+	}
+	return err
+}
+
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -253,6 +271,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, limit int
 	case errors.As(err, &tooLarge):
 		return apiError(http.StatusRequestEntityTooLarge, localapi.CodeBadRequest,
 			"request body is over the limit of %d bytes; send fewer files at once", tooLarge.Limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return apiError(http.StatusRequestTimeout, localapi.CodeBadRequest,
+			"request body did not arrive whole within %v", s.opts.BodyTimeout)
 	case errors.Is(err, io.EOF):
 		return apiError(http.StatusBadRequest, localapi.CodeBadRequest, "request body is empty; want JSON")
 	default:

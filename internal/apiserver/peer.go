@@ -16,15 +16,25 @@ type peerKey struct{}
 // was accepted.
 type peer struct {
 	conn    *net.UnixConn
+	uid     uint32
 	allowed bool
+	// overLimit is set when the peer's uid held its most connections
+	// (Options.MaxConnsPerPeer) as this one was accepted.
+	overLimit bool
 	// refusal says why the peer is not allowed, for the 403 body.
 	refusal string
 }
 
 // connContext reads the peer of every new connection once, so each
-// request on it is judged by the credentials recorded at connect.
+// request on it is judged by the credentials recorded at connect, and
+// counts an admitted peer's connection under its uid.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, peerKey{}, s.checkPeer(c))
+	p := s.checkPeer(c)
+	if p.allowed && !s.conns.acquire(c, p.uid) {
+		p.overLimit = true
+		s.log.Warn("local API: a peer holds its most connections; refusing another", "uid", p.uid, "max", s.opts.MaxConnsPerPeer)
+	}
+	return context.WithValue(ctx, peerKey{}, p)
 }
 
 func (s *Server) checkPeer(c net.Conn) *peer {
@@ -40,6 +50,7 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 		p.refusal = "the caller's credentials could not be read"
 		return p
 	}
+	p.uid = cred.UID
 	switch {
 	case cred.UID == 0, cred.UID == s.uid:
 		p.allowed = true

@@ -26,13 +26,6 @@ const (
 	DefaultShutdownTimeout = 5 * time.Second
 )
 
-// Connection timeouts: a silent peer cannot hold a connection, and an
-// abandoned idle one is closed. Neither bounds a watch, which writes.
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 2 * time.Minute
-)
-
 // Daemon is what the server asks for its answers. marshald implements it.
 // Every method may be called from many goroutines at once. Errors wrap the
 // sentinels of this package (ErrNotFound, ErrInvalid, …) where a caller
@@ -102,7 +95,21 @@ type Options struct {
 	// ListenGroup.
 	AllowGID *uint32
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	// A body declared longer is refused before any of it is read.
 	MaxBodyBytes int64
+	// HeaderTimeout bounds the reading of a request's line and headers;
+	// 0 means DefaultHeaderTimeout.
+	HeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a whole request body, counted
+	// from the end of its headers, however slowly it trickles in; 0
+	// means DefaultBodyTimeout. A request without a body, such as a
+	// watch, is not bounded by it.
+	BodyTimeout time.Duration
+	// MaxConnsPerPeer bounds the connections one uid, as SO_PEERCRED
+	// names it, holds at once; 0 means DefaultMaxConnsPerPeer. Each
+	// request of a connection over the bound is answered 429
+	// UNAVAILABLE, and the connection closed.
+	MaxConnsPerPeer int
 	// ShutdownTimeout bounds the graceful shutdown; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -122,6 +129,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	maxBody int64
+	conns   *peerConns
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -145,14 +153,34 @@ func New(d Daemon, opts Options) *Server {
 	if s.opts.ShutdownTimeout <= 0 {
 		s.opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if s.opts.HeaderTimeout <= 0 {
+		s.opts.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if s.opts.MaxConnsPerPeer <= 0 {
+		s.opts.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
+	s.conns = newPeerConns(s.opts.MaxConnsPerPeer)
 	s.routes()
 	return s
 }
 
 // ServeHTTP answers one request: refused with 403 FORBIDDEN unless the
-// connection's peer is admitted, else routed.
+// connection's peer is admitted, with 429 UNAVAILABLE when the peer holds
+// too many connections, else routed, its body bounded in time.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Also for a request answered without reading its body: the server
+	// reads up to 256 KiB of what is left before it closes or reuses the
+	// connection, and a body trickled in must not hold it then.
+	s.boundBody(w, r)
 	p, _ := r.Context().Value(peerKey{}).(*peer)
+	if p != nil && p.allowed && p.overLimit {
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusTooManyRequests, s.overLimit(p.uid))
+		return
+	}
 	if p == nil || !p.allowed {
 		// Nothing of the request is read, and the connection is not
 		// kept for another one.
@@ -175,7 +203,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ConnContext:       s.connContext,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ConnState:         s.connCounted,
+		ReadHeaderTimeout: s.opts.HeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

@@ -30,6 +30,9 @@ type Launches interface {
 	// then when it was last seen empty (zero: never). A launch in
 	// progress or still running is not over (false, nil).
 	Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error)
+	// Ended says how the launch of id ended, once Settle found it over,
+	// and false before.
+	Ended(id string) (LaunchEnd, bool)
 	// Forget ends the launch of id once its scope is gone: its record is
 	// deleted and its slot freed.
 	Forget(ctx context.Context, id string) error
@@ -48,6 +51,18 @@ type LaunchInfo struct {
 	// Consumer is the consumer of DevGuard's wire whose launch helper it
 	// is, in no workspace; "" for a launch of marshald's own.
 	Consumer string
+	// PID is the launched process.
+	PID int
+}
+
+// LaunchEnd is how a launch ended, for its event.
+type LaunchEnd struct {
+	// How says it in fixed phrases and numbers: "exited with status 3".
+	How string
+	// Failed: not a status of 0, or an OOM kill in the scope.
+	Failed bool
+	// OOMKilled: the kernel OOM-killed a process of the scope.
+	OOMKilled bool
 }
 
 // agentReconciler keeps one AgentStatus per live scope (key
@@ -116,7 +131,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			// the store may not have seen it yet.
 			id, _ := scope.ParseScopeName(req.Key.Name)
 			gone := cgroup.Scope{Name: req.Key.Name, Profile: id.Profile, ID: id.ID}
-			if done, err := r.endLaunch(ctx, gone); err != nil || !done {
+			if done, err := r.endLaunch(ctx, gone, info); err != nil || !done {
 				return reconcile.Result{}, err
 			}
 		}
@@ -167,7 +182,7 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	if launched {
-		_, err := r.endLaunch(ctx, sc)
+		_, err := r.endLaunch(ctx, sc, info)
 		return reconcile.Result{}, err
 	}
 	if wait := r.grace - now.Sub(memo.since); !memo.wasPopulated && !memo.emptyAtStart && wait > 0 {
@@ -185,14 +200,17 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 }
 
 // endLaunch removes the scope of a recorded launch once the launch is
-// over, its attempt reconciled first, and then forgets the launch. It
-// reports whether it did; a launch not over is left for its scope's
-// populated event or its process's exit to bring back.
-func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope) (bool, error) {
+// over, its attempt reconciled first, and then forgets the launch and
+// says on its workspace how the agent ended. It reports whether it did; a
+// launch not over is left for its scope's populated event or its
+// process's exit to bring back.
+func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope, info LaunchInfo) (bool, error) {
 	over, err := r.launches.Settle(ctx, sc, r.emptiedAt(sc.Name))
 	if err != nil || !over {
 		return false, err
 	}
+	// Read before Forget, said after it: once, as the launch is gone then.
+	end, ended := r.launches.Ended(sc.ID)
 	if err := r.backend.RemoveScope(ctx, sc); err != nil {
 		if errors.Is(err, cgroup.ErrBusy) || ctx.Err() != nil {
 			return false, ctx.Err()
@@ -202,7 +220,36 @@ func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope) (bool,
 	if err := r.launches.Forget(ctx, sc.ID); err != nil {
 		return false, fmt.Errorf("agent %s: %w", sc.Name, err)
 	}
+	if ended {
+		r.recordEnd(sc, info, end)
+	}
 	return true, nil
+}
+
+// recordEnd says on the agent's workspace how its launch ended.
+func (r *agentReconciler) recordEnd(sc cgroup.Scope, info LaunchInfo, end LaunchEnd) {
+	if r.rec == nil || info.Workspace == "" {
+		return
+	}
+	msg := fmt.Sprintf("agent in scope %s (%s, pid %d) %s", sc.Name, AttemptOf(info.Attempt), info.PID, end.How)
+	key := WorkspaceKey(info.Workspace)
+	switch {
+	case end.OOMKilled:
+		r.rec.Warning(key, ReasonAgentOOMKilled, msg)
+	case end.Failed:
+		r.rec.Warning(key, ReasonAgentExited, msg)
+	default:
+		r.rec.Normal(key, ReasonAgentExited, msg)
+	}
+}
+
+// AttemptOf names an agent's attempt in an event: "attempt ID", or
+// "unaccounted" for a launch without one.
+func AttemptOf(attempt string) string {
+	if attempt == "" {
+		return "unaccounted"
+	}
+	return "attempt " + attempt
 }
 
 // launchOf returns what the launch path recorded of scope name at path

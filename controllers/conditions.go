@@ -46,6 +46,20 @@ const (
 	ReasonProfileDeclared = "ProfileDeclared"
 )
 
+// Reasons of the events on a Workspace about its agents.
+const (
+	// ReasonAgentStarted: an agent was launched (Normal).
+	ReasonAgentStarted = "AgentStarted"
+	// ReasonAgentExited: an agent's launch ended (Normal when it exited
+	// with 0, else Warning).
+	ReasonAgentExited = "AgentExited"
+	// ReasonAgentOOMKilled: an agent's launch ended and the kernel
+	// OOM-killed a process of its scope (Warning).
+	ReasonAgentOOMKilled = "AgentOOMKilled"
+	// ReasonLaunchRefused: a launch was refused (Warning).
+	ReasonLaunchRefused = "LaunchRefused"
+)
+
 // ReasonStopped is the reason of the event recorded for each agent killed
 // because its profile was deleted with orphans: stop.
 const ReasonStopped = "Stopped"

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -61,7 +62,12 @@ var _ controllers.Launches = (*launchesView)(nil)
 
 func (v *launchesView) Launched(id scope.Identity) (controllers.LaunchInfo, bool) {
 	i, ok := v.l.Launched(id)
-	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt, Consumer: i.Consumer}, ok
+	return controllers.LaunchInfo{Workspace: i.Workspace, Attempt: i.Attempt, Consumer: i.Consumer, PID: i.PID}, ok
+}
+
+func (v *launchesView) Ended(id string) (controllers.LaunchEnd, bool) {
+	e, ok := v.l.Ended(id)
+	return controllers.LaunchEnd{How: e.String(), Failed: e.Failed(), OOMKilled: e.OOMKills > 0}, ok
 }
 
 func (v *launchesView) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
@@ -72,10 +78,40 @@ func (v *launchesView) Forget(ctx context.Context, id string) error { return v.l
 
 func (v *launchesView) Reserved(workspace string) int64 { return v.l.Reserved(workspace) }
 
-// Run launches req for caller at once: the caller execs as soon as it
-// is answered.
+// Run launches req for caller at once (the caller execs as soon as it
+// is answered), and says on the workspace that the agent started or that
+// its launch was refused.
 func (v *view) Run(ctx context.Context, req launch.Request, caller *launch.Process) (launch.Plan, error) {
-	return v.d.launcher.Launch(ctx, req, caller)
+	pid := caller.PID
+	plan, err := v.d.launcher.Launch(ctx, req, caller)
+	v.d.recordRun(req.Workspace, pid, plan, err)
+	return plan, err
+}
+
+// recordRun records the Normal AgentStarted or the Warning LaunchRefused
+// of a run in workspace by process pid. The refusal says its code, fixed
+// detail, attempt and attempt state: nothing from the authority's own
+// words. A run that failed otherwise is in the log.
+func (d *Daemon) recordRun(workspace string, pid int, plan launch.Plan, err error) {
+	if workspace == "" {
+		return
+	}
+	key := controllers.WorkspaceKey(workspace)
+	var ref *launch.Refusal
+	switch {
+	case err == nil:
+		d.recorder.Normal(key, controllers.ReasonAgentStarted, fmt.Sprintf(
+			"agent started in scope %s (%s, pid %d)", plan.Scope, controllers.AttemptOf(plan.Attempt), pid))
+	case errors.As(err, &ref):
+		// No pid: repeats of one refusal without an attempt are counted
+		// as one event.
+		attempt := ref.Attempt
+		if attempt == "" {
+			attempt = "-"
+		}
+		d.recorder.Warning(key, controllers.ReasonLaunchRefused, fmt.Sprintf(
+			"launch refused: %s: %s (attempt %s, state %s)", ref.Code, ref.Detail, attempt, ref.State))
+	}
 }
 
 // Explain explains req once the launcher has recovered the launches of an

@@ -134,12 +134,14 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 	if !ev.Exists && !emptiedAt.IsZero() && ev.ObservedAt.Sub(emptiedAt) <= admission.MaxEvidenceAge {
 		ev.Exists, ev.ObservedAt = true, emptiedAt
 	}
+	exit := l.exitOf(ctx, rec, proc, path)
+	l.mu.Lock()
+	st.exit = &exit
+	l.mu.Unlock()
 	if rec.Attempt == "" {
 		return true, nil
 	}
-	if ev.Exists && path != "" {
-		ev.OOMKilled = l.oomKilled(ctx, rec, path)
-	}
+	ev.OOMKilled = exit.OOMKills > 0
 	r, err := l.auth.Reconcile(ctx, rec.Attempt, ev)
 	switch {
 	case errors.Is(err, admission.ErrNotFound):
@@ -154,19 +156,42 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 	return true, nil
 }
 
-// oomKilled reports whether the kernel OOM-killed a process of the
-// ended scope of rec, at path: evidence the attempt keeps. A scope whose
-// usage cannot be read shows none.
-func (l *Launcher) oomKilled(ctx context.Context, rec Record, path string) bool {
+// exitOf reads how the launch of rec ended: its process's wait status,
+// when the kernel still tells it, and the OOM kills of its scope at path,
+// read before anything removes the scope. A scope whose usage cannot be
+// read shows none.
+func (l *Launcher) exitOf(ctx context.Context, rec Record, proc *Process, path string) Exit {
+	var exit Exit
+	if proc != nil {
+		exit.Status, exit.Known = proc.ExitStatus()
+	}
+	if path == "" {
+		return exit
+	}
 	sc := cgroup.Scope{Name: rec.Scope(), Profile: rec.Profile, ID: rec.ID, Path: path}
 	u, err := l.scopes.Usage(ctx, sc)
 	if err != nil {
 		if !errors.Is(err, cgroup.ErrNotFound) {
 			l.log.Warn("reading the usage of an ended scope", "scope", sc.Name, "err", err)
 		}
-		return false
+		return exit
 	}
-	return u.OOMKills > 0
+	exit.OOMKills = u.OOMKills
+	return exit
+}
+
+// Ended returns how the launch whose scope has ID id ended, once Settle
+// found it over, and false before (or for a launch not known). It is what
+// the agent controller says of an agent's exit, read before the launch
+// is forgotten.
+func (l *Launcher) Ended(id string) (Exit, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.launches[id]
+	if st == nil || st.exit == nil {
+		return Exit{}, false
+	}
+	return *st.exit, true
 }
 
 // Forget ends the launch whose scope has ID id, once its scope is gone:

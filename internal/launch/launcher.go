@@ -193,6 +193,8 @@ type launchState struct {
 	launching bool
 	// killed is set once the timeout killed the scope.
 	killed bool
+	// exit is how the launch ended, once Settle found it over.
+	exit *Exit
 }
 
 // New returns a Launcher; Run must then run it.

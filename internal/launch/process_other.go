@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 )
 
 // PinPeer needs pidfds: Linux only.
@@ -29,3 +30,6 @@ func (p *Process) Wait(ctx context.Context) error { return errors.ErrUnsupported
 const CooperativeNice = 10
 
 func (p *Process) deprioritize() (bool, error) { return false, errors.ErrUnsupported }
+
+// ExitStatus reports false: nothing is pinned here.
+func (p *Process) ExitStatus() (syscall.WaitStatus, bool) { return 0, false }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,7 +158,7 @@ var (
 func setup(t testing.TB) fixture {
 	t.Helper()
 	fixtureOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "marshal-netns-test-")
+		dir, err := os.MkdirTemp("", "mnetns-")
 		if err != nil {
 			fixErr = err
 			return
@@ -193,11 +194,14 @@ func copyFile(from, to string) error {
 	return os.WriteFile(to, data, 0o755)
 }
 
+var sockets atomic.Int64
+
 // upstream stands for the egress proxy: a unix socket that answers
 // each connection with "proxy:" and what it read.
 func upstream(t *testing.T, dir string) string {
 	t.Helper()
-	path := filepath.Join(dir, "up-"+strconv.Itoa(os.Getpid())+"-"+strings.ReplaceAll(t.Name(), "/", "_")+".sock")
+	// Short: a socket's path has room for 107 bytes.
+	path := filepath.Join(dir, "u"+strconv.FormatInt(sockets.Add(1), 10)+".sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +411,7 @@ func TestRefusedWhereNamespacesCannotBeMade(t *testing.T) {
 		{"check", []string{"check"}, 78, "ISOLATION_UNSUPPORTED: netns isolation unavailable: the user namespace limit is reached"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command("unshare", append([]string{"--user", "--map-current-user", "sh", "-c", script, f.helper}, tc.args...)...)
+			cmd := exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c", script, f.helper}, tc.args...)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

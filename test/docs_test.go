@@ -3,6 +3,8 @@
 package test
 
 import (
+	"bytes"
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	marshald "github.com/marshal-dev/marshal/internal/daemon"
 )
 
 // constants returns the string values of the constants of file whose
@@ -99,6 +103,32 @@ func TestDocLinksResolve(t *testing.T) {
 			if _, err := os.Stat(target); err != nil {
 				t.Errorf("%s links to %s, which does not exist", f, m[1])
 			}
+		}
+	}
+}
+
+// TestOperatingNamesEveryFlag holds docs/operating.md to marshald's flags:
+// a flag nobody can read about is a flag nobody uses right.
+func TestOperatingNamesEveryFlag(t *testing.T) {
+	var help bytes.Buffer
+	if err := marshald.Main(context.Background(), []string{"--help"}, &help); err != nil {
+		t.Fatalf("marshald --help: %v", err)
+	}
+	flags := regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z][a-z-]+)`).FindAllStringSubmatch(help.String(), -1)
+	if len(flags) < 10 {
+		t.Fatalf("found %d flags in marshald --help:\n%s", len(flags), help.String())
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range flags {
+		switch f[1] {
+		case "help", "version":
+			continue
+		}
+		if !strings.Contains(string(doc), "`--"+f[1]) {
+			t.Errorf("docs/operating.md does not name marshald's --%s", f[1])
 		}
 	}
 }

@@ -140,7 +140,13 @@ func (d *daemon) runCmd(args ...string) *exec.Cmd {
 // blocking agent (one that reads it) waits for.
 func (d *daemon) startRun(args ...string) *agent {
 	d.t.Helper()
-	a := &agent{cmd: d.runCmd(args...), done: make(chan struct{})}
+	return d.startCmd(d.runCmd(args...))
+}
+
+// startCmd starts cmd, a marshalctl run, as startRun does.
+func (d *daemon) startCmd(cmd *exec.Cmd) *agent {
+	d.t.Helper()
+	a := &agent{cmd: cmd, done: make(chan struct{})}
 	dir := d.t.TempDir()
 	var err error
 	if a.stdout, err = os.Create(filepath.Join(dir, "stdout")); err != nil {

@@ -76,8 +76,10 @@ const (
 	// IsolationCgroup identifies and limits an agent's process tree with a
 	// cgroup per launch.
 	IsolationCgroup Isolation = "cgroup"
-	// IsolationNetns adds a network namespace that enforces the network
-	// policy. Accepted by the API; not yet enforced by marshald.
+	// IsolationNetns also runs each agent in a network namespace of its
+	// own with only loopback, where a bridge to marshald's egress proxy is
+	// the only way out: the profile's egress rules are enforced, not
+	// offered.
 	IsolationNetns Isolation = "netns"
 )
 
@@ -108,8 +110,12 @@ type Profile struct {
 // ProfileSpec is the desired state of a Profile.
 type ProfileSpec struct {
 	// Isolation is how agents of this profile are separated: "cgroup"
-	// (identify and limit the process tree) or "netns" (also enforce the
-	// network policy; not yet enforced). Default "cgroup".
+	// (identify and limit the process tree; the egress proxy is offered
+	// through the proxy variables) or "netns" (also a network namespace
+	// of its own per agent, whose only way out is the egress proxy, so
+	// its rules are enforced; spec.egress omitted then allows every
+	// destination but the private ranges, through the proxy, audited).
+	// Default "cgroup".
 	Isolation Isolation `json:"isolation,omitempty"`
 	// Limits are kernel limits on the profile's slice, shared by all its
 	// agents together. Omitted: no limits.
@@ -227,13 +233,20 @@ type WorkspaceSpec struct {
 // NetworkPolicy is what network access executions of a workspace have.
 type NetworkPolicy string
 
-// NetworkOpen lets executions use the host's network as it is. It is the
-// only policy until netns isolation is enforced.
-const NetworkOpen NetworkPolicy = "open"
+const (
+	// NetworkOpen gives executions the network their profile gives: the
+	// host's, or the egress proxy's under its rules.
+	NetworkOpen NetworkPolicy = "open"
+	// NetworkNone runs every execution in a network namespace of its own
+	// with only loopback and no bridge: no egress at all, whatever the
+	// profile says.
+	NetworkNone NetworkPolicy = "none"
+)
 
 // NetworkSpec is a workspace's network policy.
 type NetworkSpec struct {
-	// Policy is the network policy: "open". Default "open".
+	// Policy is the network policy: "open" (what the profile gives) or
+	// "none" (no network at all). Default "open".
 	Policy NetworkPolicy `json:"policy,omitempty"`
 }
 

@@ -124,7 +124,7 @@ func (w *Workspace) Validate() ErrorList {
 			v.add(spec.Child("profile"), "must be a profile name: %s", msg)
 		}
 	}
-	enum(&v, spec.Child("network", "policy"), s.Network.Policy, NetworkOpen)
+	enum(&v, spec.Child("network", "policy"), s.Network.Policy, NetworkOpen, NetworkNone)
 	ep := spec.Child("exec")
 	for i, a := range s.Exec.Argv0 {
 		switch {

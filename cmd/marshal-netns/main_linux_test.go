@@ -46,8 +46,10 @@ type seen struct {
 	Bridged     string
 	// Nsenter is nsenter --net=/proc/1/ns/net's exit status.
 	Nsenter int
-	// Bridge is the pid of the bridge in this namespace, 0 when none.
-	Bridge int
+	// Bridge is the pid of the bridge in this namespace, 0 when none;
+	// BridgeFDs what its file descriptors are.
+	Bridge    int
+	BridgeFDs []string
 }
 
 func TestMain(m *testing.M) {
@@ -66,6 +68,18 @@ func agent() int {
 			}
 		}
 	}
+	s.Bridge = bridgeHere()
+	if s.Bridge != 0 {
+		dir := fmt.Sprintf("/proc/%d/fd/", s.Bridge)
+		fds, _ := os.ReadDir(dir)
+		for _, fd := range fds {
+			link, _ := os.Readlink(dir + fd.Name())
+			if strings.HasPrefix(link, "socket:") {
+				link = "socket"
+			}
+			s.BridgeFDs = append(s.BridgeFDs, fd.Name()+"="+link)
+		}
+	}
 	s.Host = dialErr(os.Getenv(envHostAddr))
 	s.Other = dialErr(os.Getenv(envOtherAddr))
 	if addr := os.Getenv(envBridge); addr != "" {
@@ -79,7 +93,6 @@ func agent() int {
 	case errors.As(err, &ee):
 		s.Nsenter = ee.ExitCode()
 	}
-	s.Bridge = bridgeHere()
 	json.NewEncoder(os.Stdout).Encode(s)
 	return 0
 }
@@ -351,6 +364,11 @@ func TestTheBridgeIsTheOnlyWayOut(t *testing.T) {
 			}
 			if s.Bridge == 0 {
 				t.Fatal("no bridge in the agent's namespace")
+			}
+			// Before its first connection the bridge holds the listener,
+			// the agent's pidfd and /dev/null: nothing of the agent's.
+			if got, want := strings.Join(s.BridgeFDs, " "), "0=/dev/null 1=/dev/null 2=/dev/null 3=socket 4=anon_inode:[pidfd]"; got != want {
+				t.Errorf("the bridge's fds %q, want %q", got, want)
 			}
 			waitGone(t, s.Bridge)
 		})

@@ -336,10 +336,15 @@ static void rename_bridge(void)
 		memcpy(start, name, sizeof name);
 }
 
-// become_bridge turns the grandchild into the bridge: in its own session,
-// away from the agent's terminal and its signals, holding only the
-// listener, the agent's pidfd and /dev/null as its standard streams.
-static void become_bridge(int listener, int agent)
+// hand_off_fds leaves the intermediate process holding only what the
+// bridge needs: the listener and the agent's pidfd as fds 3 and 4, and
+// /dev/null as its standard streams. Whatever else the agent was handed
+// stays the agent's: a pipe the bridge held open would outlive the agent,
+// and a reader waiting for its end (a shell's command substitution) would
+// wait for the bridge. It is done before the bridge is forked, so that the
+// launching process, which waits for the intermediate, execs the agent
+// only once no copy is left.
+static void hand_off_fds(int listener, int agent)
 {
 	// Out of the way first, so that neither lands on the other's place.
 	int l = fcntl(listener, F_DUPFD_CLOEXEC, 10);
@@ -352,12 +357,17 @@ static void become_bridge(int listener, int agent)
 	for (int fd = 0; fd <= 2; fd++)
 		if (null != fd && dup2(null, fd) < 0)
 			_exit(1);
-	// Whatever else the agent was handed stays the agent's: a pipe the
-	// bridge held open would outlive it.
 	if (syscall(SYS_close_range, BRIDGE_AGENT_FD + 1, ~0U, 0) != 0) {
 		for (int fd = BRIDGE_AGENT_FD + 1; fd < 1024; fd++)
 			close(fd);
 	}
+}
+
+// become_bridge turns the grandchild into the bridge: in its own session
+// (the intermediate made it), away from the agent's terminal and its
+// signals, without capabilities, and parked until there is work.
+static void become_bridge(void)
+{
 	// The capabilities this process has in its new user namespace are
 	// no use to a relay.
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -392,10 +402,11 @@ static int start_bridge(int listener)
 	if (mid == 0) {
 		if (setsid() < 0)
 			_exit(1);
+		hand_off_fds(listener, agent);
 		pid_t bridge = fork();
 		if (bridge != 0)
 			_exit(bridge < 0);
-		become_bridge(listener, agent);
+		become_bridge();
 		return 1;
 	}
 	int status;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
@@ -38,6 +39,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		lreq.Env[i] = string(kv)
 	}
 	if req.Explain {
+		if conn, ok := peerConn(r.Context()); ok {
+			if cred, err := identity.Peer(conn); err == nil {
+				lreq.UID = cred.UID
+			}
+		}
 		return s.explain(w, r, lreq)
 	}
 	conn, ok := peerConn(r.Context())
@@ -88,6 +94,7 @@ var (
 		launch.CodePolicyUnsupported:    localapi.RefusalPolicyUnsupported,
 		launch.CodeAuthorityUnavailable: localapi.RefusalAuthorityUnavailable,
 		launch.CodeAdmissionUnknown:     localapi.RefusalAdmissionUnknown,
+		launch.CodeIsolationUnsupported: localapi.RefusalIsolationUnsupported,
 		launch.CodeInternal:             localapi.RefusalInternal,
 	}
 	attemptStates = map[launch.State]string{

@@ -64,7 +64,7 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 		checks = append(checks, c)
 	}
 
-	checks = append(checks, d.admissionCheck())
+	checks = append(checks, d.admissionCheck(), d.netnsCheck(ctx))
 
 	st := d.source.Status()
 	c := localapi.Check{Name: "config dir", OK: !st.Missing && len(st.Errors) == 0 && !st.Held}

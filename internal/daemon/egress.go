@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/egress"
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
@@ -57,8 +57,11 @@ type egressProxy struct {
 // taken is logged and left off, and launches of profiles that declare
 // egress are refused; an address given by flag must be had.
 func (d *Daemon) newEgress(mount string) error {
-	e := &egressProxy{launches: &egressLaunches{}}
-	var err error
+	host, err := identity.SelfNetNS()
+	if err != nil {
+		return fmt.Errorf("egress: %w", err)
+	}
+	e := &egressProxy{launches: &egressLaunches{host: host}}
 	if e.log, err = egress.OpenLog(filepath.Join(d.cfg.StateDir, "egress"), egress.LogOptions{Logger: d.log}); err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func (d *Daemon) newEgress(mount string) error {
 		e.info.Socket = path
 	}
 	e.proxy, err = egress.New(egress.Options{
-		Launches: e.launches, Policies: egress.StorePolicies{Desired: d.stores.Desired}, CgroupMount: mount,
+		Launches: e.launches, Policies: egress.StorePolicies{Desired: d.stores.Desired}, CgroupMount: mount, NetNS: host,
 		Audit: e.log, Events: d.recorder, Metrics: d.metrics, Logger: d.log.With("component", "egress"),
 	})
 	if err != nil {
@@ -112,17 +115,6 @@ func proxyVars(addr string) map[string]string {
 		"HTTPS_PROXY": http, "https_proxy": http,
 		"ALL_PROXY": socks, "all_proxy": socks,
 		"NO_PROXY": "", "no_proxy": "",
-	}
-}
-
-// env is the launcher's ProfileEnv: the proxy's variables for a profile
-// that declares egress, and a refusal when the proxy cannot be offered.
-func (e *egressProxy) env(stores *controllers.Stores) func(string) (map[string]string, bool) {
-	return func(profile string) (map[string]string, bool) {
-		if spec, _, ok := (egress.StorePolicies{Desired: stores.Desired}).Egress(profile); !ok || spec == nil {
-			return nil, true
-		}
-		return e.vars, e.vars != nil
 	}
 }
 
@@ -154,23 +146,32 @@ func (v *view) EgressLog(ctx context.Context, follow bool, fn func([]byte) error
 }
 
 // egressLaunches is the launcher's record as the proxy reads it; l is
-// bound once the launcher exists, before anything runs.
-type egressLaunches struct{ l *launch.Launcher }
+// bound once the launcher exists, before anything runs. host is
+// marshald's network namespace, the one launches in the host's are in.
+type egressLaunches struct {
+	l    *launch.Launcher
+	host identity.NetNS
+}
 
-func launchOf(i launch.Info) egress.Launch {
-	return egress.Launch{ID: i.ID, Profile: i.Profile, Workspace: i.Workspace, Attempt: i.Attempt, Path: i.Path}
+func (x *egressLaunches) launchOf(i launch.Info) egress.Launch {
+	l := egress.Launch{ID: i.ID, Profile: i.Profile, Workspace: i.Workspace, Attempt: i.Attempt, Path: i.Path}
+	l.NetNS, _ = x.l.NetNS(i.ID, x.host)
+	return l
 }
 
 func (x *egressLaunches) Launch(id string) (egress.Launch, bool) {
 	i, ok := x.l.Info(id)
-	return launchOf(i), ok
+	if !ok {
+		return egress.Launch{}, false
+	}
+	return x.launchOf(i), true
 }
 
 func (x *egressLaunches) Launches() []egress.Launch {
 	infos := x.l.Launches()
 	out := make([]egress.Launch, len(infos))
 	for i, info := range infos {
-		out[i] = launchOf(info)
+		out[i] = x.launchOf(info)
 	}
 	return out
 }

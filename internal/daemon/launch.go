@@ -28,7 +28,7 @@ func (d *Daemon) newLauncher(mount string) error {
 		Clock:       d.clock,
 		OnScope:     d.manager.EnqueueAgent,
 		OnWorkspace: d.manager.EnqueueWorkspace,
-		ProfileEnv:  d.egress.env(d.stores),
+		Network:     d.network,
 		Logger:      d.log.With("component", "launch"),
 	})
 	return err

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -130,7 +131,11 @@ func BenchmarkPeerIdentity(b *testing.B) {
 	unixConns := acceptN(b, unix, conns)
 
 	run := func(b *testing.B, cs []net.Conn, fresh bool) {
-		x := newIdentifier(tree.Mounts.V2, launches)
+		self, err := identity.SelfNetNS()
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := newIdentifier(tree.Mounts.V2, launches, self)
 		defer x.close()
 		var lat latencies
 		i := 0

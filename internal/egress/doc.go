@@ -21,8 +21,15 @@
 // group named like a scope with no such launch, of another profile, or
 // at another path is no launch's (a Warning event says so), so an agent
 // that makes its own marshal-<permissive>-<id>.scope gains nothing. Each
-// claim of the launch record is one check (identity.go); the network
-// namespace recorded with a launch would be one more.
+// claim of the launch record is one check (identity.go), the last the
+// network namespace: a peer counts as a launch's only from the namespace
+// that launch was given (Launch.NetNS: the host's, or a netns launch's
+// own), so a process of a netns agent that writes itself into another
+// launch's scope borrows nothing (UnscopedOtherNetNS, and the record
+// names the scope whose namespace it is in). A TCP peer is in the
+// listener's namespace, the proxy's own; a unix peer's is read from its
+// pidfd. A netns agent reaches the proxy through its bridge (package
+// bridge), which is in its scope and namespace.
 //
 // On the unix socket the peer is the process SO_PEERCRED names, pinned
 // by its pidfd while /proc/<pid>/cgroup is read (identity.PeerIdentity).

@@ -79,10 +79,20 @@ func (a *aggregator) denied(rec *Record) {
 	a.add(eventKey{reconcile.Key{Kind: v1alpha1.KindWorkspace, Name: rec.Workspace}, EventDenied, msg})
 }
 
-// notLaunched counts a connection from a scope marshald did not launch.
+// notLaunched counts a connection from a scope marshald did not launch,
+// or from a process in another network namespace than its scope's
+// launch.
 func (a *aggregator) notLaunched(who attribution) {
 	msg := fmt.Sprintf("a process in %s, which marshald did not launch (%s), used the egress proxy and counts as unscoped",
 		who.claimed.Path, who.why)
+	if who.unscoped == UnscopedOtherNetNS {
+		home := ""
+		if who.home != "" {
+			home = ", that of " + who.home
+		}
+		msg = fmt.Sprintf("a process in %s but in another network namespace than its launch's (%s%s) used the egress proxy and counts as unscoped",
+			who.claimed.Path, who.why, home)
+	}
 	a.add(eventKey{reconcile.Key{Kind: v1alpha1.KindProfile, Name: who.claimed.Profile}, EventScopeNotLaunched, msg})
 }
 

@@ -20,7 +20,7 @@ func (p *Proxy) newRecord(c *conn, protocol string) *Record {
 	if c.who.scoped() {
 		rec.Scope, rec.Profile, rec.Workspace, rec.Attempt = c.who.Scope, c.who.Profile, c.who.Workspace, c.who.Attempt
 	} else {
-		rec.Unscoped = c.who.unscoped
+		rec.Unscoped, rec.Claimed, rec.Namespace = c.who.unscoped, c.who.claimed.Scope, c.who.home
 	}
 	return rec
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
@@ -239,7 +240,11 @@ func (h *harness) scopeDir(profile, id string) *agent {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		h.t.Fatal(err)
 	}
-	return &agent{Launch: Launch{ID: id, Profile: profile, Path: rel}, scope: scope.ScopeName(profile, id), dir: dir}
+	ns, err := identity.SelfNetNS()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &agent{Launch: Launch{ID: id, Profile: profile, Path: rel, NetNS: ns}, scope: scope.ScopeName(profile, id), dir: dir}
 }
 
 // run runs argv in the cgroup dir ("" for the test's own) with a minimal

@@ -1,10 +1,12 @@
 package egress
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
 
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
@@ -20,6 +22,11 @@ type Launch struct {
 	// Path is the scope's cgroup2 path relative to the cgroup2 mount,
 	// "" while the scope is being made.
 	Path string
+	// NetNS is the network namespace the launch was given, the only one
+	// its connections count from: the host's, or the launch's own under
+	// netns isolation. Zero while that is not known (its namespace is not
+	// made yet), which no peer is in.
+	NetNS identity.NetNS
 }
 
 // Launches is marshald's record of the launches it made and whose scopes
@@ -50,6 +57,9 @@ type peer struct {
 	cgroupID      uint64
 	sockInode     uint32
 	local, remote netip.AddrPort
+	// netns is the peer's network namespace: the process's (unix), or
+	// the listener's (TCP: loopback connects only within a namespace).
+	netns identity.NetNS
 	// pid and uid are the peer process's, when the transport names it
 	// (SO_PEERCRED); a TCP peer's pid is found later, for the audit.
 	pid int
@@ -70,6 +80,12 @@ const (
 	// UnscopedUnknown: the kernel could not say where the peer is (it
 	// closed its socket at once, or its group is gone).
 	UnscopedUnknown = "unknown_peer"
+	// UnscopedOtherNetNS: the peer's group is a launch's scope, but the
+	// peer is in another network namespace than the one that launch was
+	// given: a process of a netns agent that moved itself into another
+	// launch's scope, or a process of the host's namespace in a netns
+	// launch's. Its identity is not borrowed.
+	UnscopedOtherNetNS = "other_netns"
 )
 
 // attribution is who a connection is: a launch, or nobody and why.
@@ -84,6 +100,9 @@ type attribution struct {
 	// UnscopedNotLaunched.
 	claimed scope.Identity
 	why     string
+	// home is the scope of the launch whose network namespace the peer is
+	// in, when unscoped is UnscopedOtherNetNS and one is.
+	home string
 }
 
 func (a attribution) scoped() bool { return a.unscoped == "" }
@@ -106,8 +125,7 @@ func (a attribution) key(p *peer) string {
 
 // check confirms that a peer found in the scope named by id belongs to
 // launch l, which marshald recorded under id.ID: it returns nil, or why
-// not. Each check is one claim of the launch record the peer must meet;
-// the network namespace recorded with a launch would be one more.
+// not. Each check is one claim of the launch record the peer must meet.
 type check func(p *peer, id scope.Identity, l Launch) error
 
 // checks are what a peer in a scope must meet to count as its launch's.
@@ -129,7 +147,27 @@ var checks = []check{
 		}
 		return nil
 	},
+	// The peer must be in the network namespace the launch was given. A
+	// process can write itself into another scope wherever the tree is
+	// delegated to its user, but a netns agent cannot leave its
+	// namespace: it borrows no identity, and nothing in any agent's
+	// namespace counts as a launch in the host's.
+	func(p *peer, id scope.Identity, l Launch) error {
+		switch {
+		case l.NetNS.IsZero():
+			return &netnsError{fmt.Sprintf("scope %s's launch has made no network namespace yet", id.Scope)}
+		case p.netns != l.NetNS:
+			return &netnsError{fmt.Sprintf("the peer is in network namespace %s; scope %s's launch is in %s", p.netns, id.Scope, l.NetNS)}
+		}
+		return nil
+	},
 }
+
+// netnsError is a peer in another network namespace than its scope's
+// launch.
+type netnsError struct{ why string }
+
+func (e *netnsError) Error() string { return e.why }
 
 // attribute resolves a peer whose cgroup2 path is known to its launch:
 // the scope parser names the scope, and it counts only when marshald
@@ -147,9 +185,30 @@ func attribute(p *peer, launches Launches) attribution {
 		return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: "marshald recorded no launch " + id.ID}
 	}
 	for _, c := range checks {
-		if err := c(p, id, l); err != nil {
+		err := c(p, id, l)
+		var ne *netnsError
+		switch {
+		case errors.As(err, &ne):
+			return attribution{unscoped: UnscopedOtherNetNS, claimed: id, why: ne.why, home: homeOf(p.netns, launches)}
+		case err != nil:
 			return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: err.Error()}
 		}
 	}
 	return attribution{Launch: l, Scope: id.Scope}
+}
+
+// homeOf returns the scope of the launch under netns isolation whose
+// namespace is ns, "" when none is.
+func homeOf(ns identity.NetNS, launches Launches) string {
+	if ns.IsZero() {
+		return ""
+	}
+	for _, l := range launches.Launches() {
+		if l.NetNS == ns && l.Path != "" {
+			if id, ok := scope.Parse(l.Path); ok {
+				return id.Scope
+			}
+		}
+	}
+	return ""
 }

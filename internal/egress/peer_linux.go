@@ -21,10 +21,13 @@ type identifier struct {
 	diag     sockDiag
 	cgroups  *cgroupIndex
 	launches Launches
+	// self is the proxy's network namespace, which its TCP listeners are
+	// in and so every TCP peer.
+	self identity.NetNS
 }
 
-func newIdentifier(mount string, launches Launches) *identifier {
-	return &identifier{mount: mount, cgroups: newCgroupIndex(mount), launches: launches}
+func newIdentifier(mount string, launches Launches, self identity.NetNS) *identifier {
+	return &identifier{mount: mount, cgroups: newCgroupIndex(mount), launches: launches, self: self}
 }
 
 func (x *identifier) close() { x.diag.close() }
@@ -39,7 +42,8 @@ func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
 		return p, attribute(p, x.launches), nil
 	case *net.UnixConn:
 		p := &peer{transport: TransportUnix}
-		cred, id, err := identity.PeerIdentity(c)
+		cred, id, ns, err := identity.PeerNetNS(c)
+		p.netns = ns
 		p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
 		switch {
 		case err == nil:
@@ -62,7 +66,7 @@ func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
 // tcpPeer asks the kernel which group the peer's socket was made in and
 // where that group is.
 func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
-	p := &peer{transport: TransportTCP}
+	p := &peer{transport: TransportTCP, netns: x.self}
 	// The peer's socket is the one whose local address is our remote.
 	local, remote := addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
 	s, err := x.diag.lookup(local, remote)

@@ -5,13 +5,15 @@ package egress
 import (
 	"net"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // identifier finds the peer of an accepted connection. Outside Linux
 // there are no cgroups: every peer is unknown.
 type identifier struct{}
 
-func newIdentifier(string, Launches) *identifier { return &identifier{} }
+func newIdentifier(string, Launches, identity.NetNS) *identifier { return &identifier{} }
 
 func (x *identifier) close() {}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // Defaults of Options.
@@ -71,6 +72,9 @@ type Options struct {
 	// CgroupMount is the cgroup2 mount point, which launches' paths are
 	// relative to. Found in /proc/self/mountinfo by default.
 	CgroupMount string
+	// NetNS is the network namespace the TCP listeners are in, and so
+	// every TCP peer: this process's by default.
+	NetNS identity.NetNS
 	// Resolver resolves destination names; net.DefaultResolver by
 	// default.
 	Resolver Resolver
@@ -146,11 +150,15 @@ func New(opts Options) (*Proxy, error) {
 		}
 		opts.CgroupMount = m.V2
 	}
+	if opts.NetNS.IsZero() {
+		// Outside Linux there is none, and no peer is identified.
+		opts.NetNS, _ = identity.SelfNetNS()
+	}
 	defaults(&opts)
 	p := &Proxy{
 		opts:      opts,
 		log:       opts.Logger,
-		ident:     newIdentifier(opts.CgroupMount, opts.Launches),
+		ident:     newIdentifier(opts.CgroupMount, opts.Launches, opts.NetNS),
 		policies:  &policyCache{src: opts.Policies, byProfile: map[string]cachedPolicy{}},
 		httpConns: newConnListener(),
 		conns:     map[*conn]struct{}{},
@@ -336,7 +344,7 @@ func (p *Proxy) serve(ctx context.Context, c *conn) {
 		return
 	}
 	c.peer, c.who = peer, who
-	if who.unscoped == UnscopedNotLaunched && p.events != nil {
+	if (who.unscoped == UnscopedNotLaunched || who.unscoped == UnscopedOtherNetNS) && p.events != nil {
 		p.events.notLaunched(who)
 	}
 	c.SetReadDeadline(time.Now().Add(p.opts.HandshakeTimeout))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -511,5 +512,50 @@ func TestAnEndedLaunchCountsNoMore(t *testing.T) {
 	}
 	if rec := h.audit.next(t); rec.Unscoped != UnscopedNotLaunched {
 		t.Errorf("record = %+v, want scope_not_launched", rec)
+	}
+}
+
+// A peer counts as its scope's launch only from the network namespace
+// that launch was given: a launch whose namespace is another (standing
+// for a netns agent's, which a process of the host's moved into), or not
+// made yet, is refused, over TCP and the unix socket, and the record
+// names the scope claimed and the launch whose namespace the peer is in.
+func TestAPeerOfAnotherNetworkNamespaceBorrowsNoIdentity(t *testing.T) {
+	h := newHarness(t, nil)
+	echo := newEchoUpstream(t)
+	h.resolver["echo.test"] = loopback4
+	h.policies.declare("coder", allow("echo.test"))
+	h.policies.declare("sandboxed", allow("echo.test"))
+	home := h.launch("coder", "webapp") // the peer's own namespace is home's
+	other := h.launch("sandboxed", "locked")
+	other.NetNS = identity.NetNS{Dev: 1, Ino: 1}
+	h.launches.put(other.Launch)
+	unmade := h.launch("sandboxed", "locked")
+	unmade.NetNS = identity.NetNS{}
+	h.launches.put(unmade.Launch)
+
+	for _, tc := range []struct {
+		name      string
+		a         *agent
+		transport []string
+	}{
+		{"tcp", other, []string{"tcp", h.tcp}},
+		{"unix", other, []string{"unix", h.sock}},
+		{"not_made", unmade, []string{"unix", h.sock}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"connect"}, tc.transport...), "echo.test", echo.port, "x")
+			if out := h.client(tc.a.dir, args[0], args[1:]...); out != "status 407\n" {
+				t.Errorf("a peer of another namespace: %q, want 407", out)
+			}
+			rec := h.audit.next(t)
+			if rec.Unscoped != UnscopedOtherNetNS || rec.Claimed != tc.a.scope || rec.Namespace != home.scope || rec.Scope != "" {
+				t.Errorf("record = %+v, want %s claiming %s from %s's namespace", rec, UnscopedOtherNetNS, tc.a.scope, home.scope)
+			}
+		})
+	}
+	h.waitEvent(v1alpha1.KindProfile, "sandboxed", EventScopeNotLaunched)
+	if out := h.client(home.dir, "connect", "unix", h.sock, "echo.test", echo.port, "x"); out != "status 200\necho x\n" {
+		t.Errorf("a peer in its own launch's namespace: %q, want the echo", out)
 	}
 }

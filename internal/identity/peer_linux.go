@@ -34,24 +34,31 @@ func PeerIdentity(conn *net.UnixConn) (Cred, Identity, error) {
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
 	}
+	id, err := resolvePeer(cred, pidfd)
+	return cred, id, err
+}
+
+// resolvePeer resolves the peer cred names, confirmed by its pidfd (-1
+// for none) not to have been reaped meanwhile.
+func resolvePeer(cred Cred, pidfd int) (Identity, error) {
 	if cred.PID == 0 {
-		return cred, Identity{}, fmt.Errorf("peer pid not visible in this pid namespace: %w", ErrNoProcess)
+		return Identity{}, fmt.Errorf("peer pid not visible in this pid namespace: %w", ErrNoProcess)
 	}
 	id, err := Resolve(cred.PID)
 	if errors.Is(err, ErrNoProcess) {
-		return cred, Identity{}, fmt.Errorf("peer: %w", err)
+		return Identity{}, fmt.Errorf("peer: %w", err)
 	}
 	// Until the peer is reaped its pid cannot be reused, so a peer not
 	// reaped now was the process whose cgroup Resolve read.
 	if pidfd >= 0 {
 		if err := notReaped(pidfd); err != nil {
-			return cred, Identity{}, fmt.Errorf("peer pid %d: %w", cred.PID, err)
+			return Identity{}, fmt.Errorf("peer pid %d: %w", cred.PID, err)
 		}
 	}
 	if err != nil {
-		return cred, Identity{}, fmt.Errorf("peer: %w", err)
+		return Identity{}, fmt.Errorf("peer: %w", err)
 	}
-	return cred, id, nil
+	return id, nil
 }
 
 // peer reads conn's SO_PEERCRED and, when wantPidfd is set, a pidfd for

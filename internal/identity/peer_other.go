@@ -20,3 +20,10 @@ func Peer(conn *net.UnixConn) (Cred, error) {
 func PeerIdentity(conn *net.UnixConn) (Cred, Identity, error) {
 	return Cred{}, Identity{}, fmt.Errorf("peer identity: %w", errors.ErrUnsupported)
 }
+
+// PeerNetNS returns the credentials, identity and network namespace of
+// the process at the other end of conn. Outside Linux it always fails
+// with errors.ErrUnsupported.
+func PeerNetNS(conn *net.UnixConn) (Cred, Identity, NetNS, error) {
+	return Cred{}, Identity{}, NetNS{}, fmt.Errorf("peer identity: %w", errors.ErrUnsupported)
+}

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // Info is what the Launcher knows of a launch, for the controllers and
@@ -28,10 +30,62 @@ type Info struct {
 	PID int
 	// Path is the scope's cgroup2 path, "" until the scope exists.
 	Path string
+	// Isolated reports that the launch runs in a network namespace of its
+	// own (NetNS).
+	Isolated bool
 }
 
 func (st *launchState) info() Info {
-	return Info{ID: st.rec.ID, Profile: st.rec.Profile, Workspace: st.rec.Workspace, Consumer: st.rec.Consumer, Attempt: st.rec.Attempt, PID: st.rec.PID, Path: st.path}
+	return Info{
+		ID: st.rec.ID, Profile: st.rec.Profile, Workspace: st.rec.Workspace, Consumer: st.rec.Consumer, Attempt: st.rec.Attempt, PID: st.rec.PID, Path: st.path,
+		Isolated: st.rec.Isolation == v1alpha1.IsolationNetns,
+	}
+}
+
+// NetNS returns the network namespace the launch of id was given, the one
+// its connections to the egress proxy must come from: the host's (host)
+// for a launch in the host's; for one under netns isolation, the one its
+// launched process made before it became the agent, recorded the first
+// time it is asked for once the process is out of the host's, and held
+// open until the launch is forgotten, so that no later namespace takes
+// its identity. ok is false when no launch recorded id, or the launch's
+// namespace is not known: not made yet, or its process gone first.
+func (l *Launcher) NetNS(id string, host identity.NetNS) (identity.NetNS, bool) {
+	l.mu.Lock()
+	st := l.launches[id]
+	if st == nil {
+		l.mu.Unlock()
+		return identity.NetNS{}, false
+	}
+	if st.rec.Isolation != v1alpha1.IsolationNetns {
+		l.mu.Unlock()
+		return host, true
+	}
+	ns, proc := st.netns, st.proc
+	l.mu.Unlock()
+	if !ns.IsZero() {
+		return ns, true
+	}
+	if proc == nil {
+		return identity.NetNS{}, false
+	}
+	f, ns, err := proc.openNetNS()
+	if err != nil {
+		return identity.NetNS{}, false
+	}
+	if ns == host {
+		// Not made yet: the launched process has not become the agent.
+		f.Close()
+		return identity.NetNS{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !st.netns.IsZero() || l.launches[id] != st {
+		f.Close()
+		return st.netns, !st.netns.IsZero()
+	}
+	st.netns, st.netnsFile = ns, f
+	return ns, true
 }
 
 // Info returns what is known of the launch whose scope has ID id, and
@@ -214,6 +268,12 @@ func (l *Launcher) Forget(ctx context.Context, id string) error {
 	}
 	l.mu.Unlock()
 	st.proc.Close()
+	l.mu.Lock()
+	if st.netnsFile != nil {
+		st.netnsFile.Close()
+		st.netnsFile = nil
+	}
+	l.mu.Unlock()
 	st.slot.Free()
 	l.poke()
 	return nil

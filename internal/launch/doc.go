@@ -36,6 +36,12 @@
 // from the launches whose scopes live, and launches that never made their
 // scope are abandoned.
 //
+// Under netns isolation (Options.Network) the plan execs the
+// marshal-netns helper with the command (isolation.Launch.Command), the
+// record says so, and the launch's network namespace is the one its
+// process makes, recorded the first time the egress proxy asks for it
+// (NetNS) and held open until the launch is forgotten.
+//
 // The package speaks in refusal codes and attempt states, never in wire
 // codes; the API edge maps them. It does not serve HTTP, parse flags or
 // exec anything itself: the daemon's handler and marshalctl do.

@@ -41,6 +41,10 @@ var (
 	// ErrUnknownLaunch is returned by Observe and Signal when no launch
 	// of the attempt is known: it made no scope, or ended.
 	ErrUnknownLaunch = errors.New("launch: launch not known")
+	// ErrNoEgressProxy is what Options.Network returns, and the cause of
+	// the refusal, when a profile's egress proxy cannot be offered: the
+	// proxy does not listen where the launch would reach it.
+	ErrNoEgressProxy = errors.New("launch: egress proxy not listening")
 	// ErrInvalidOptions is returned by New when a required option is
 	// missing.
 	ErrInvalidOptions = errors.New("launch: invalid options")

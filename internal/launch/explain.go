@@ -51,11 +51,11 @@ func (l *Launcher) Explain(req Request) (Explanation, error) {
 	case !ready:
 		return Explanation{}, &Refusal{Code: CodeWorkspaceNotReady, Detail: detailNotReady, State: StateNotAsked, cause: ErrNotAuthorized}
 	}
-	env, ref := l.envOf(w.Spec.Profile)
+	net, ref := l.networkOf(w, req.UID)
 	if ref != nil {
 		return Explanation{}, ref
 	}
-	x, ref := resolve(w, req, env)
+	x, ref := resolve(w, req, net)
 	if ref != nil {
 		return Explanation{}, ref
 	}

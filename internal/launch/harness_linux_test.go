@@ -53,8 +53,8 @@ type harness struct {
 	// wrap, when set before start, wraps the authority the Launcher
 	// talks to, to inject a fault.
 	wrap func(Authority) Authority
-	// profileEnv, when set before start, is the Launcher's ProfileEnv.
-	profileEnv func(string) (map[string]string, bool)
+	// network, when set before start, is the Launcher's Network.
+	network func(*v1alpha1.Workspace, uint32) (Network, error)
 	// self, when set before start, is the process the Launcher registers
 	// as, standing for the daemon; the test process by default.
 	self *exec.Cmd
@@ -209,7 +209,7 @@ func (h *harness) start() *Launcher {
 	l, err := New(Options{
 		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
 		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.clock,
-		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), ProfileEnv: h.profileEnv,
+		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), Network: h.network,
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -241,7 +241,7 @@ func (pe *PreparedExecution) sameExecution(req Request) *Refusal {
 	if req.Workspace != pe.x.Workspace {
 		return mismatch(ErrDigestMismatch)
 	}
-	again, ref := resolve(pe.w, req, pe.env)
+	again, ref := resolve(pe.w, req, pe.net)
 	if ref != nil {
 		return mismatch(fmt.Errorf("%w: %w", ErrDigestMismatch, ref))
 	}
@@ -258,6 +258,9 @@ func (pe *PreparedExecution) record() Record {
 	rec := Record{
 		ID: pe.id, Workspace: pe.x.Workspace, Profile: pe.x.Profile, Attempt: pe.attempt, Generation: l.generation,
 		PID: pe.caller.PID, UID: pe.caller.UID, StartTime: pe.caller.StartTime, BootID: l.bootID, Started: now,
+	}
+	if pe.x.Isolation == v1alpha1.IsolationNetns {
+		rec.Isolation = pe.x.Isolation
 	}
 	if pe.x.Timeout > 0 {
 		rec.Deadline = now.Add(pe.x.Timeout)
@@ -394,8 +397,14 @@ func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgr
 		}
 	}
 	lc.rb.commit()
+	path, argv := pe.x.Path, pe.x.Argv
+	if n := pe.net.Netns; n != nil {
+		netns := *n
+		netns.Attempt = pe.attempt
+		path, argv = netns.Command(path, argv)
+	}
 	return Plan{
-		ID: pe.id, Scope: sc.Name, Attempt: pe.attempt, Path: pe.x.Path, Argv: pe.x.Argv, Env: pe.x.Env, Dir: pe.x.Dir,
+		ID: pe.id, Scope: sc.Name, Attempt: pe.attempt, Path: path, Argv: argv, Env: pe.x.Env, Dir: pe.x.Dir,
 		Unaccounted: pe.unaccounted,
 	}, nil
 }

@@ -3,8 +3,10 @@ package launch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,8 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/isolation"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
@@ -571,12 +575,12 @@ func TestProfileEnvReachesThePlan(t *testing.T) {
 	h := newHarness(t)
 	h.workspace("web", v1alpha1.ParticipationNone, 2)
 	proxy := map[string]string{"HTTPS_PROXY": "http://127.0.0.1:4750", "NO_PROXY": ""}
-	listening := true
-	h.profileEnv = func(profile string) (map[string]string, bool) {
-		if profile != "coder" {
-			t.Errorf("ProfileEnv(%q), want coder", profile)
+	var fail error
+	h.network = func(w *v1alpha1.Workspace, uid uint32) (Network, error) {
+		if w.Spec.Profile != "coder" || uid != uint32(os.Getuid()) {
+			t.Errorf("Network(%q, %d), want coder and the caller's uid", w.Spec.Profile, uid)
 		}
-		return proxy, listening
+		return Network{Env: proxy}, fail
 	}
 	h.start()
 	_, p := h.caller()
@@ -584,15 +588,72 @@ func TestProfileEnvReachesThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x := pe.Execution(); x.Changes["HTTPS_PROXY"] != proxy["HTTPS_PROXY"] || !slices.Contains(x.Env, "NO_PROXY=") {
-		t.Errorf("execution changes %v, env %v: want the proxy", x.Changes, x.Env)
+	if x := pe.Execution(); x.Changes["HTTPS_PROXY"] != proxy["HTTPS_PROXY"] || !slices.Contains(x.Env, "NO_PROXY=") ||
+		x.Changes[EnvIsolation] != "cgroup" {
+		t.Errorf("execution changes %v, env %v: want the proxy, isolation cgroup", x.Changes, x.Env)
 	}
 	pe.Cancel(t.Context())
 
-	listening = false
-	_, p = h.caller()
-	_, err = h.l.Prepare(t.Context(), h.request("web"), p)
-	if r := refusal(t, err, CodeInternal, StateNotAsked); r.Detail != detailNoEgressProxy {
-		t.Errorf("detail = %q, want %q", r.Detail, detailNoEgressProxy)
+	for _, tc := range []struct {
+		err    error
+		code   Code
+		detail string
+	}{
+		{ErrNoEgressProxy, CodeInternal, detailNoEgressProxy},
+		{fmt.Errorf("x: %w", &isolation.UnavailableError{Reason: "user namespaces are disabled (user.max_user_namespaces is 0)"}),
+			CodeIsolationUnsupported, "netns isolation unavailable: user namespaces are disabled (user.max_user_namespaces is 0)"},
+	} {
+		fail = tc.err
+		_, p = h.caller()
+		_, err = h.l.Prepare(t.Context(), h.request("web"), p)
+		if r := refusal(t, err, tc.code, StateNotAsked); r.Detail != tc.detail {
+			t.Errorf("detail = %q, want %q", r.Detail, tc.detail)
+		}
+	}
+}
+
+// Under netns isolation the plan runs the helper, which execs the
+// agent's own path and argv; the record says so, and the launch's
+// namespace is the one its process makes, not the host's.
+func TestNetnsPlanRunsTheHelper(t *testing.T) {
+	h := newHarness(t)
+	h.workspace("web", v1alpha1.ParticipationRequired, 2)
+	h.network = func(*v1alpha1.Workspace, uint32) (Network, error) {
+		return Network{Netns: &isolation.Launch{Helper: "/opt/marshal-netns", Socket: "/run/egress.sock"}}, nil
+	}
+	h.start()
+	_, p := h.caller()
+	plan, err := h.l.Launch(t.Context(), h.request("web"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := "/usr/bin/true" // PATH=/usr/bin:/bin
+	want := []string{"/opt/marshal-netns", "exec", "--socket", "/run/egress.sock", "--port", "3128", "--attempt", plan.Attempt,
+		"--argv0", "true", "--", agent}
+	if plan.Path != "/opt/marshal-netns" || plan.Attempt == "" || !slices.Equal(plan.Argv, want) {
+		t.Errorf("plan %s %q, want %q", plan.Path, plan.Argv, want)
+	}
+	if !slices.Contains(plan.Env, EnvIsolation+"=netns") {
+		t.Errorf("env %q, want %s=netns", plan.Env, EnvIsolation)
+	}
+	info, ok := h.l.Info(plan.ID)
+	if !ok || !info.Isolated {
+		t.Errorf("Info = %+v, want the launch isolated", info)
+	}
+	recs, err := FileStore{Dir: h.recordDir, DB: h.db}.List(t.Context())
+	if err != nil || len(recs) != 1 || recs[0].Isolation != v1alpha1.IsolationNetns {
+		t.Errorf("records %+v, %v: want one, isolation netns", recs, err)
+	}
+	// The caller has not made its namespace: it is in the host's, which
+	// is not the launch's.
+	host, err := identity.SelfNetNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns, ok := h.l.NetNS(plan.ID, host); ok {
+		t.Errorf("NetNS before the namespace is made = %v, want none", ns)
+	}
+	if ns, ok := h.l.NetNS(plan.ID, identity.NetNS{Dev: 1, Ino: 1}); !ok || ns != host {
+		t.Errorf("NetNS = %v %v, want the caller's namespace, %v", ns, ok, host)
 	}
 }

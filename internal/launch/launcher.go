@@ -14,6 +14,8 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/isolation"
 )
 
 // Authority is what the launch path asks of the admission authority:
@@ -126,12 +128,15 @@ type Options struct {
 	// OnWorkspace, when set, is called with a workspace whose slot counts
 	// changed.
 	OnWorkspace func(workspace string)
-	// ProfileEnv, when set, returns the environment every execution of
-	// profile gets over the workspace's exec.env (the egress proxy's
-	// variables, for a profile that declares egress), part of the
-	// execution's meaning; ok false refuses the launch: the profile needs
-	// what cannot be given now.
-	ProfileEnv func(profile string) (env map[string]string, ok bool)
+	// Network, when set, says how the executions of workspace w that a
+	// caller of uid asks for reach the network: the environment their
+	// profile's egress gives them over the workspace's exec.env (the
+	// egress proxy's variables), part of the execution's meaning, and
+	// whether they run under netns isolation. An error refuses the launch
+	// before anything is asked: ErrNoEgressProxy when the proxy cannot be
+	// offered, one wrapping isolation.ErrUnavailable when netns isolation
+	// cannot be had here. Without it executions get the host's network.
+	Network func(w *v1alpha1.Workspace, uid uint32) (Network, error)
 	// Logger receives what goes wrong in the background; discarded by
 	// default.
 	Logger *slog.Logger
@@ -152,7 +157,7 @@ type Launcher struct {
 	self       admission.Peer
 	timeout    time.Duration
 	onScope    func(string)
-	profileEnv func(string) (map[string]string, bool)
+	network    func(*v1alpha1.Workspace, uint32) (Network, error)
 	log        *slog.Logger
 	bootID     string
 	slots      *Slots
@@ -195,6 +200,10 @@ type launchState struct {
 	killed bool
 	// exit is how the launch ended, once Settle found it over.
 	exit *Exit
+	// netns is the network namespace of a launch under netns isolation,
+	// once known; netnsFile holds it open.
+	netns     identity.NetNS
+	netnsFile *os.File
 }
 
 // New returns a Launcher; Run must then run it.
@@ -214,7 +223,7 @@ func New(opts Options) (*Launcher, error) {
 		self:       opts.Self,
 		timeout:    opts.AuthorityTimeout,
 		onScope:    opts.OnScope,
-		profileEnv: opts.ProfileEnv,
+		network:    opts.Network,
 		log:        opts.Logger,
 		slots:      NewSlots(opts.OnWorkspace),
 		ready:      make(chan struct{}),
@@ -489,17 +498,27 @@ func (l *Launcher) observeLaunch(result string, since time.Time) {
 	}
 }
 
-// envOf returns the environment profile gives every execution, and a
-// refusal when it cannot be given.
-func (l *Launcher) envOf(profile string) (map[string]string, *Refusal) {
-	if l.profileEnv == nil {
-		return nil, nil
+// networkOf returns how executions of w for a caller of uid reach the
+// network, and a refusal when that cannot be given.
+func (l *Launcher) networkOf(w *v1alpha1.Workspace, uid uint32) (Network, *Refusal) {
+	if l.network == nil {
+		return Network{}, nil
 	}
-	env, ok := l.profileEnv(profile)
-	if !ok {
-		return nil, &Refusal{Code: CodeInternal, Detail: detailNoEgressProxy, State: StateNotAsked, cause: ErrNotAuthorized}
+	n, err := l.network(w, uid)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, isolation.ErrUnavailable):
+		detail := detailIsolation
+		var ue *isolation.UnavailableError
+		if errors.As(err, &ue) {
+			detail += ": " + ue.Reason
+		}
+		return Network{}, &Refusal{Code: CodeIsolationUnsupported, Detail: detail, State: StateNotAsked, cause: err}
+	case errors.Is(err, ErrNoEgressProxy):
+		return Network{}, &Refusal{Code: CodeInternal, Detail: detailNoEgressProxy, State: StateNotAsked, cause: err}
 	}
-	return env, nil
+	return Network{}, &Refusal{Code: CodeInternal, Detail: detailNetwork, State: StateNotAsked, cause: err}
 }
 
 func (l *Launcher) notify(scope string) {

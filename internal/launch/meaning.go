@@ -12,6 +12,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/isolation"
 )
 
 // Environment variables every execution gets, beside the workspace's
@@ -20,7 +21,21 @@ const (
 	EnvWorkspace = "MARSHAL_WORKSPACE"
 	EnvProfile   = "MARSHAL_PROFILE"
 	EnvNetwork   = "MARSHAL_NETWORK"
+	// EnvIsolation is the profile's isolation as the execution gets it:
+	// cgroup, or netns when it runs in a network namespace of its own.
+	EnvIsolation = "MARSHAL_ISOLATION"
 )
+
+// Network is how an execution reaches the network.
+type Network struct {
+	// Env is the environment the profile's egress gives every execution
+	// over the workspace's exec.env: the egress proxy's variables.
+	Env map[string]string
+	// Netns, when set, runs the execution under netns isolation, through
+	// this helper and, when its Socket is set, a bridge to the egress
+	// proxy. Its Attempt is the launch's own.
+	Netns *isolation.Launch
+}
 
 // Request is one launch as its caller asks for it.
 type Request struct {
@@ -37,6 +52,9 @@ type Request struct {
 	// Env is the caller's environment, KEY=VALUE entries as the kernel
 	// holds them (bytes, not necessarily UTF-8).
 	Env []string
+	// UID is the caller's uid, which decides whether netns isolation can
+	// be had for it, for Explain; a launch takes its caller's.
+	UID uint32
 }
 
 // Execution is a request resolved against its workspace: what runs, where,
@@ -55,18 +73,21 @@ type Execution struct {
 	// caller's: exec.env and the MARSHAL_* variables.
 	Changes map[string]string
 	// Env is the final environment: the caller's with Changes applied.
-	Env     []string
-	TTY     bool
-	Timeout time.Duration
+	Env []string
+	// Isolation is how the execution is separated: netns when it runs in
+	// a network namespace of its own.
+	Isolation v1alpha1.Isolation
+	TTY       bool
+	Timeout   time.Duration
 	// Intent is what the execution reserves.
 	Intent admission.Intent
 }
 
-// resolve checks req against w's policy and resolves it, with profileEnv
-// (the environment its profile gives every execution) over the
-// workspace's exec.env. It returns a refusal (State not_asked) when the
-// policy does not allow it.
-func resolve(w *v1alpha1.Workspace, req Request, profileEnv map[string]string) (Execution, *Refusal) {
+// resolve checks req against w's policy and resolves it on network net:
+// the environment its profile gives every execution over the workspace's
+// exec.env, and its isolation. It returns a refusal (State not_asked)
+// when the policy does not allow it.
+func resolve(w *v1alpha1.Workspace, req Request, net Network) (Execution, *Refusal) {
 	refuse := func(code Code, detail string) (Execution, *Refusal) {
 		return Execution{}, &Refusal{Code: code, Detail: detail, State: StateNotAsked, cause: ErrNotAuthorized}
 	}
@@ -107,7 +128,12 @@ func resolve(w *v1alpha1.Workspace, req Request, profileEnv map[string]string) (
 	if x.Changes == nil {
 		x.Changes = map[string]string{}
 	}
-	maps.Copy(x.Changes, profileEnv)
+	maps.Copy(x.Changes, net.Env)
+	x.Isolation = v1alpha1.IsolationCgroup
+	if net.Netns != nil {
+		x.Isolation = v1alpha1.IsolationNetns
+	}
+	x.Changes[EnvIsolation] = string(x.Isolation)
 	x.Changes[EnvWorkspace] = x.Workspace
 	x.Changes[EnvProfile] = x.Profile
 	x.Changes[EnvNetwork] = string(x.Network)

@@ -111,7 +111,7 @@ func TestDigestCoversTheMeaning(t *testing.T) {
 	base := Request{Workspace: "web", Argv: []string{"true"}, Env: []string{"PATH=/usr/bin:/bin", "HOME=/a"}}
 	digest := func(w *v1alpha1.Workspace, r Request, env map[string]string) string {
 		t.Helper()
-		x, ref := resolve(w, r, env)
+		x, ref := resolve(w, r, Network{Env: env})
 		if ref != nil {
 			t.Fatal(ref)
 		}
@@ -159,7 +159,7 @@ func TestResolveRefusesNonUTF8Argv(t *testing.T) {
 	w := v1alpha1.New(v1alpha1.KindWorkspace).(*v1alpha1.Workspace)
 	w.Metadata.Name, w.Spec.Root, w.Spec.Profile = "web", t.TempDir(), "coder"
 	w.Default()
-	_, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true", "\xff"}, Env: []string{"PATH=/usr/bin"}}, nil)
+	_, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true", "\xff"}, Env: []string{"PATH=/usr/bin"}}, Network{})
 	if ref == nil || ref.Code != CodeExecNotAllowed || ref.Detail != detailNotUTF8 {
 		t.Fatalf("resolve = %v, want EXEC_NOT_ALLOWED %q", ref, detailNotUTF8)
 	}
@@ -172,7 +172,7 @@ func TestProfileEnvOverridesTheWorkspaces(t *testing.T) {
 	w.Default()
 	env := map[string]string{"HTTPS_PROXY": "http://127.0.0.1:4750", "NO_PROXY": ""}
 	x, ref := resolve(w, Request{Workspace: "web", Argv: []string{"true"},
-		Env: []string{"PATH=/usr/bin:/bin", "NO_PROXY=localhost", "HTTPS_PROXY=http://caller:1"}}, env)
+		Env: []string{"PATH=/usr/bin:/bin", "NO_PROXY=localhost", "HTTPS_PROXY=http://caller:1"}}, Network{Env: env})
 	if ref != nil {
 		t.Fatal(ref)
 	}

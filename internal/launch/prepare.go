@@ -22,9 +22,9 @@ import (
 type PreparedExecution struct {
 	l *Launcher
 	w *v1alpha1.Workspace
-	// env is what the workspace's profile gave the execution's
-	// environment when it was prepared.
-	env map[string]string
+	// net is how the execution reaches the network, as it was when it
+	// was prepared.
+	net Network
 	x   Execution
 	// digest is the meaning's digest, which Launch checks again.
 	digest string
@@ -131,11 +131,11 @@ func (l *Launcher) prepare(ctx context.Context, req Request, caller *Process, st
 	case !ready:
 		return nil, &Refusal{Code: CodeWorkspaceNotReady, Detail: detailNotReady, State: StateNotAsked, cause: ErrNotAuthorized}
 	}
-	env, ref := l.envOf(w.Spec.Profile)
+	net, ref := l.networkOf(w, caller.UID)
 	if ref != nil {
 		return nil, ref
 	}
-	x, ref := resolve(w, req, env)
+	x, ref := resolve(w, req, net)
 	if ref != nil {
 		return nil, ref
 	}
@@ -153,7 +153,7 @@ func (l *Launcher) prepare(ctx context.Context, req Request, caller *Process, st
 			Detail: fmt.Sprintf("%s (%d of %d)", detailBusy, l.slots.Held(x.Workspace), maxLive)}
 	}
 	rb.push(func(*Refusal) { slot.Free() })
-	pe := &PreparedExecution{l: l, w: w, env: env, x: x, digest: digest, id: scope.NewID(), slot: slot, caller: caller, started: started}
+	pe := &PreparedExecution{l: l, w: w, net: net, x: x, digest: digest, id: scope.NewID(), slot: slot, caller: caller, started: started}
 	if admitNow && pe.participates() {
 		if ref := l.admit(ctx, pe); ref != nil && !pe.unaccountedAfter(ref) {
 			return nil, ref

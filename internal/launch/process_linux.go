@@ -202,3 +202,20 @@ func readNice(path string) (int, error) {
 	}
 	return strconv.Atoi(f[16])
 }
+
+// openNetNS opens the process's network namespace (identity.OpenNetNS).
+func (p *Process) openNetNS() (*os.File, identity.NetNS, error) {
+	rc, err := p.fd.SyscallConn()
+	if err != nil {
+		return nil, identity.NetNS{}, err
+	}
+	var (
+		f    *os.File
+		ns   identity.NetNS
+		nerr error
+	)
+	if err := rc.Control(func(fd uintptr) { f, ns, nerr = identity.OpenNetNS(int(fd), p.PID) }); err != nil {
+		return nil, identity.NetNS{}, err
+	}
+	return f, ns, nerr
+}

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"os"
+
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // PinPeer needs pidfds: Linux only.
@@ -33,3 +36,6 @@ func (p *Process) deprioritize() (bool, error) { return false, errors.ErrUnsuppo
 
 // ExitStatus reports false: nothing is pinned here.
 func (p *Process) ExitStatus() (syscall.WaitStatus, bool) { return 0, false }
+func (p *Process) openNetNS() (*os.File, identity.NetNS, error) {
+	return nil, identity.NetNS{}, errors.ErrUnsupported
+}

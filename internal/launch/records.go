@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/state"
 )
@@ -43,6 +44,10 @@ type Record struct {
 	// expires, zero for none.
 	Started  time.Time `json:"started"`
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Isolation is netns when the launch runs in a network namespace of
+	// its own, "" when it runs in the host's: the proxy attributes its
+	// connections only from that namespace.
+	Isolation v1alpha1.Isolation `json:"isolation,omitempty"`
 }
 
 // Scope returns the unit name of the launch's scope.

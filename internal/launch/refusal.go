@@ -29,6 +29,9 @@ const (
 	// CodeAdmissionUnknown: the authority's answer was lost and one
 	// lookup did not settle it.
 	CodeAdmissionUnknown Code = "ADMISSION_UNKNOWN"
+	// CodeIsolationUnsupported: the profile's isolation (netns, or the
+	// workspace's network policy none) cannot be had on this host.
+	CodeIsolationUnsupported Code = "ISOLATION_UNSUPPORTED"
 	// CodeInternal: anything else: a digest mismatch, a scope that could
 	// not be created or bound.
 	CodeInternal Code = "INTERNAL"
@@ -80,6 +83,8 @@ const (
 	detailAttemptConflict  = "attempt conflict"
 	detailNoPermit         = "launch not begun"
 	detailNoEgressProxy    = "egress proxy not listening"
+	detailIsolation        = "netns isolation unavailable"
+	detailNetwork          = "network not given"
 )
 
 // Refusal is a launch refused before anything was started: the error

@@ -40,12 +40,18 @@ type EgressRecord struct {
 	Time time.Time `json:"time"`
 	// Scope, Profile, Workspace and Attempt name the launch the peer
 	// belongs to; Unscoped says why it belongs to none (no_scope,
-	// scope_not_launched, unknown_peer).
+	// scope_not_launched, other_netns, unknown_peer).
 	Scope     string `json:"scope,omitempty"`
 	Profile   string `json:"profile,omitempty"`
 	Workspace string `json:"workspace,omitempty"`
 	Attempt   string `json:"attempt,omitempty"`
 	Unscoped  string `json:"unscoped,omitempty"`
+	// Claimed is the scope an unscoped peer's group is named like, when
+	// it is named like one (scope_not_launched, other_netns); Namespace
+	// the scope of the launch whose network namespace it is in instead
+	// (other_netns), when one is.
+	Claimed   string `json:"claimed,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
 	// PID is the peer process, 0 when it could not be found; Command
 	// its name (/proc/<pid>/comm).
 	PID     int    `json:"pid,omitempty"`

@@ -363,6 +363,7 @@ const (
 	RefusalPolicyUnsupported    = "RESOURCE_POLICY_UNSUPPORTED"
 	RefusalAuthorityUnavailable = "RESOURCE_AUTHORITY_UNAVAILABLE"
 	RefusalAdmissionUnknown     = "ADMISSION_UNKNOWN"
+	RefusalIsolationUnsupported = "ISOLATION_UNSUPPORTED"
 	RefusalInternal             = "INTERNAL"
 )
 

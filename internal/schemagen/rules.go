@@ -159,7 +159,7 @@ var rules = map[string]rule{
 	"Workspace.spec":                    {required: true},
 	"Workspace.spec.root":               {required: true, pattern: absolutePath},
 	"Workspace.spec.profile":            withRequired(name),
-	"Workspace.spec.network.policy":     {enum: enumOf(v1alpha1.NetworkOpen)},
+	"Workspace.spec.network.policy":     {enum: enumOf(v1alpha1.NetworkOpen, v1alpha1.NetworkNone)},
 	"Workspace.spec.exec.argv0":         {items: &rule{minLength: 1, pattern: noNUL}},
 	"Workspace.spec.exec.env":           {keys: &rule{minLength: 1, pattern: envName}, values: &rule{pattern: noNUL}},
 	"Workspace.spec.processes.max_live": quantity,

@@ -25,7 +25,7 @@ const (
 	ExitRunBusy          = 75 // WORKSPACE_BUSY (EX_TEMPFAIL)
 	ExitRunAuthority     = 76 // RESOURCE_AUTHORITY_UNAVAILABLE (EX_PROTOCOL)
 	ExitRunNotAuthorized = 77 // WORKSPACE_NOT_READY, EXEC_NOT_ALLOWED (EX_NOPERM)
-	ExitRunUnsupported   = 78 // RESOURCE_POLICY_UNSUPPORTED (EX_CONFIG)
+	ExitRunUnsupported   = 78 // RESOURCE_POLICY_UNSUPPORTED, ISOLATION_UNSUPPORTED (EX_CONFIG)
 	// ExitRunInterrupted is the status of a run interrupted before the
 	// agent was started: 128 + SIGINT, as a shell reports it.
 	ExitRunInterrupted = 130
@@ -38,6 +38,7 @@ var runExitCodes = map[string]int{
 	localapi.RefusalWorkspaceBusy:        ExitRunBusy,
 	localapi.RefusalResourceUnavailable:  ExitRunUnavailable,
 	localapi.RefusalPolicyUnsupported:    ExitRunUnsupported,
+	localapi.RefusalIsolationUnsupported: ExitRunUnsupported,
 	localapi.RefusalAuthorityUnavailable: ExitRunAuthority,
 	localapi.RefusalAdmissionUnknown:     ExitRunUnknown,
 	localapi.RefusalInternal:             ExitRunInternal,
@@ -57,7 +58,11 @@ slots, asks the admission authority for a reservation when the workspace
 participates, creates the launch's scope and moves marshalctl itself into
 it. Only then does marshalctl exec ARGV, in the workspace root, with its
 environment and the workspace's exec.env, MARSHAL_WORKSPACE,
-MARSHAL_PROFILE and MARSHAL_NETWORK: the agent is inside its scope from
+MARSHAL_PROFILE, MARSHAL_NETWORK and MARSHAL_ISOLATION (under netns
+isolation it execs marshal-netns, which makes the agent's network
+namespace and the bridge to the egress proxy, then execs ARGV in its
+place), and the proxy variables of the profile's egress: the agent is
+inside its scope from
 its first instruction, and so is every process it starts. Its standard
 streams, terminal, job control, signals and exit status are its own:
 marshalctl run exits with the agent's status.
@@ -81,6 +86,10 @@ attempt was made, and exits with the code's status:
                                       free, or its reservation expired
   78  RESOURCE_POLICY_UNSUPPORTED     a minimum level is above what this host
                                       gives
+  78  ISOLATION_UNSUPPORTED           the profile's netns isolation (or the
+                                      workspace's network policy none) cannot
+                                      be had here: user namespaces are
+                                      disabled or forbidden
   76  RESOURCE_AUTHORITY_UNAVAILABLE  the admission authority cannot decide
   71  ADMISSION_UNKNOWN               the admission answer was lost
   70  INTERNAL                        anything else

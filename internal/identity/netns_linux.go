@@ -1,0 +1,92 @@
+package identity
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// pidfdGetNetNamespace is PIDFD_GET_NET_NAMESPACE (Linux 6.11):
+// _IO(PIDFS_IOCTL_MAGIC, 4), an nsfs fd for a pidfd's process's network
+// namespace.
+const pidfdGetNetNamespace = 0xff04
+
+// SelfNetNS returns this process's network namespace.
+func SelfNetNS() (NetNS, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return NetNS{}, fmt.Errorf("this process's network namespace: %w", err)
+	}
+	return NetNS{Dev: st.Dev, Ino: st.Ino}, nil
+}
+
+// OpenNetNS opens the network namespace of the process that pidfd names,
+// whose pid is pid: asked of the pidfd itself where the kernel can
+// (Linux 6.11), else of /proc/<pid>/ns/net, confirmed by the pidfd to be
+// that process's. The file it returns holds the namespace alive, and its
+// identity with it, until it is closed. The error wraps ErrNoProcess when
+// the process is gone.
+func OpenNetNS(pidfd, pid int) (*os.File, NetNS, error) {
+	fd, err := unix.IoctlRetInt(pidfd, pidfdGetNetNamespace)
+	switch {
+	case err == nil:
+	case errors.Is(err, unix.ESRCH):
+		return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
+		fd, err = unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+		}
+		if err != nil {
+			return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+		}
+		// Until it is reaped a process keeps its pid: one not reaped now
+		// is the one whose namespace was opened.
+		if err := notReaped(pidfd); err != nil {
+			unix.Close(fd)
+			return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, err)
+		}
+	default:
+		return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+	}
+	return os.NewFile(uintptr(fd), "netns"), NetNS{Dev: st.Dev, Ino: st.Ino}, nil
+}
+
+// PeerNetNS returns the credentials, identity and network namespace of
+// the process at the other end of conn, as PeerIdentity and OpenNetNS
+// give them, read while one pidfd holds it; where the kernel hands out no
+// pidfd for the peer (before Linux 6.5), by its pid alone, as Resolve
+// reads its cgroup.
+func PeerNetNS(conn *net.UnixConn) (Cred, Identity, NetNS, error) {
+	cred, pidfd, err := peer(conn, true)
+	if err != nil {
+		return cred, Identity{}, NetNS{}, err
+	}
+	var ns NetNS
+	if pidfd >= 0 {
+		defer unix.Close(pidfd)
+		f, n, err := OpenNetNS(pidfd, cred.PID)
+		if err != nil {
+			return cred, Identity{}, NetNS{}, fmt.Errorf("peer: %w", err)
+		}
+		f.Close()
+		ns = n
+	} else if cred.PID > 0 {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/"+strconv.Itoa(cred.PID)+"/ns/net", &st); err != nil {
+			return cred, Identity{}, NetNS{}, fmt.Errorf("peer pid %d: %w", cred.PID, ErrNoProcess)
+		}
+		ns = NetNS{Dev: st.Dev, Ino: st.Ino}
+	}
+	id, err := resolvePeer(cred, pidfd)
+	return cred, id, ns, err
+}

@@ -26,7 +26,7 @@ func TestProbeRunsTheHelper(t *testing.T) {
 	// A helper that forbids itself: the user namespace's limit is 0 where
 	// it runs.
 	wrapper := filepath.Join(t.TempDir(), "marshal-netns")
-	script := "#!/bin/sh\nexec unshare --user --map-current-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"' " + helper + " \"$@\"\n"
+	script := "#!/bin/sh\nexec unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"' " + helper + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -345,3 +345,38 @@ func TestNetnsRefusedWhereNamespacesCannotBeMade(t *testing.T) {
 	}
 	e.waitSettled(t)
 }
+
+// DevGuard's launch helper execs its program itself and gives it no
+// network namespace: under a profile with netns isolation its launch is
+// refused, definitely, before anything is made, and the program never
+// runs.
+func TestNetnsIsRefusedToTheDevGuardLaunchHelper(t *testing.T) {
+	g := startDevGuardWith(t, func(m string) string {
+		return strings.Replace(m, "metadata: {name: interactive}\nspec: {}", "metadata: {name: interactive}\nspec: {isolation: netns}", 1)
+	})
+	a := dgAdmission("netns-1")
+	c, in := g.session(t, "codespace-a")
+	if _, err := c.Admit(a); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := g.session(t, "codespace-a")
+	grant, err := s.BeginLaunch(a.Key)
+	if err != nil || grant.Permit == nil {
+		t.Fatalf("begin_launch = %+v, %v", grant, err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	h := g.startHelper(t, "netns-1", in.InstanceID, *grant.Permit, nil, "/usr/bin/touch", marker)
+	lines := h.transcript(t)
+	if len(lines) != 1 || lines[0]["phase"] != "refused" || lines[0]["code"] != "resource_policy_unsupported" {
+		t.Errorf("transcript %v, want the launch refused: resource_policy_unsupported", lines)
+	}
+	if code := h.wait(t); code == 0 {
+		t.Errorf("the helper exited 0")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program ran")
+	}
+	if left := g.scopeDirs(); len(left) != 0 {
+		t.Errorf("scopes made: %q", left)
+	}
+}

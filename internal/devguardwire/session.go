@@ -81,6 +81,10 @@ func errorOf(err error) *wireError {
 		return failure(CodeResourceUnavailable, "the journal could not record the request; nothing changed")
 	case errors.Is(err, admission.ErrEvidence):
 		return failure(CodeResourcePolicyUnsupported, "scope binding or applied policy was not verified")
+	case errors.Is(err, launch.ErrIsolationNotGiven):
+		// Definite: nothing was made, and the attempt is still the
+		// owner's to abandon.
+		return failure(CodeResourcePolicyUnsupported, "the profile's netns isolation is not given to a launch helper")
 	}
 	return failure(CodeResourceControlUnavailable, "resource control is unavailable; the outcome is not known")
 }

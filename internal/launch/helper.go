@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/identity"
@@ -86,6 +87,9 @@ func (l *Launcher) LaunchHelper(ctx context.Context, h HelperLaunch) (run admiss
 		return admission.Run{Record: r}, nil
 	case r.Phase != admission.PhaseLaunchCommitted || r.Scope != "":
 		return fail(fmt.Errorf("attempt %s is %s: %w", id, r.Phase, admission.ErrInvalidTransition))
+	}
+	if err := l.helperIsolation(r.Intent.Profile, h.Helper.UID); err != nil {
+		return fail(err)
 	}
 	now := l.clock.Now()
 	rec := Record{
@@ -294,4 +298,23 @@ func signalMember(pid int, name string, sig syscall.Signal) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// helperIsolation refuses a helper's launch under a profile that asks for
+// netns isolation, which the launch helper does not give (it execs its
+// program itself): such a launch never runs with less than its profile
+// asks.
+func (l *Launcher) helperIsolation(profile string, uid uint32) error {
+	if l.network == nil {
+		return nil
+	}
+	w := &v1alpha1.Workspace{Spec: v1alpha1.WorkspaceSpec{Profile: profile}}
+	n, err := l.network(w, uid)
+	switch {
+	case err != nil && !errors.Is(err, ErrNoEgressProxy):
+		return fmt.Errorf("profile %s: %w", profile, err)
+	case n.Netns != nil:
+		return fmt.Errorf("profile %s: %w", profile, ErrIsolationNotGiven)
+	}
+	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
-	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // Info is what the Launcher knows of a launch, for the controllers and

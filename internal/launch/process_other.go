@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"syscall"
 	"os"
+	"syscall"
 
 	"github.com/marshal-dev/marshal/internal/identity"
 )

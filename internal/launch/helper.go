@@ -118,7 +118,13 @@ func (l *Launcher) LaunchHelper(ctx context.Context, h HelperLaunch) (run admiss
 	// The scope exists: the launch is kept until its end, whatever comes.
 	rb.commit()
 	defer l.launched(id, sc.Name)
-	run, err = l.bind(ctx, h.Owner, id, h.Permit, *r.Plan, h.Helper, sc, applied)
+	return l.bindHelper(ctx, h, id, *r.Plan, sc, applied)
+}
+
+// bindHelper binds the helper's run to its scope sc, which exists; a
+// helper refused there is killed and its attempt cancelled.
+func (l *Launcher) bindHelper(ctx context.Context, h HelperLaunch, id string, plan admission.Plan, sc cgroup.Scope, applied cgroup.Applied) (admission.Run, error) {
+	run, err := l.bind(ctx, h.Owner, id, h.Permit, plan, h.Helper, sc, applied)
 	if err == nil && run.MayExec {
 		return run, nil
 	}
@@ -130,7 +136,7 @@ func (l *Launcher) LaunchHelper(ctx context.Context, h HelperLaunch) (run admiss
 	if kerr := l.scopes.Kill(ctx, sc); kerr != nil {
 		l.log.Warn("killing a refused helper's scope", "scope", sc.Name, "err", kerr)
 	}
-	actx, cancel = l.authCtx(ctx)
+	actx, cancel := l.authCtx(ctx)
 	if _, cerr := l.auth.Cancel(actx, h.Owner, id); cerr != nil {
 		l.log.Warn("cancelling a refused helper's attempt", "attempt", id, "err", cerr)
 	}

@@ -1,0 +1,65 @@
+//go:build linux
+
+package test
+
+import (
+	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sources returns the non-test Go files of the package in dir.
+func sources(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	var out []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// The config source stays in rooms a reader can hold in mind: the
+// watcher, the loader and the declarations apart, none over 400 lines.
+func TestSourceFilesStaySmall(t *testing.T) {
+	for _, f := range sources(t, "internal/source") {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(data, []byte("\n")); n > 400 {
+			t.Errorf("%s has %d lines, more than 400: split it where its parts meet", f, n)
+		}
+	}
+}
+
+// A launch's steps stay readable one by one: no function of
+// internal/launch is over 80 lines, its cleanup on the one rollback stack.
+func TestLaunchFunctionsStaySmall(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, f := range sources(t, "internal/launch") {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			if n := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1; n > 80 {
+				t.Errorf("%s: %s is %d lines, more than 80", fset.Position(fn.Pos()), fn.Name.Name, n)
+			}
+		}
+	}
+}

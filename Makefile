@@ -54,12 +54,15 @@ lint: fmt-check vet ## gofmt check, go vet and staticcheck
 	$(STATICCHECK) $(PKGS)
 
 .PHONY: test
-test: lint ## make lint, then every test with -race
+test: lint test-go ## make lint, then every test with -race
+
+.PHONY: test-go
+test-go: ## every test with -race, without make lint
 	$(GO) test -race -count=$(COUNT) $(TESTFLAGS) $(PKGS)
 
 .PHONY: test-unprivileged
-test-unprivileged: ## as root: make test as UNPRIVILEGED_USER (default nobody) on a copy of the tree
-	sh test/unprivileged.sh $(UNPRIVILEGED_USER) test
+test-unprivileged: ## as root: every test with -race as UNPRIVILEGED_USER (default nobody) on a copy of the tree (lint is the same for every user: make test runs it)
+	sh test/unprivileged.sh $(UNPRIVILEGED_USER) test-go
 
 # bench keeps each run in $(BENCHDIR)/last.txt, to print the next run's
 # figures beside it; BENCH_BASE names another run to compare with.

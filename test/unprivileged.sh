@@ -8,9 +8,11 @@
 #	test/unprivileged.sh [USER [TARGET [VARIABLE=value...]]]
 #
 #   USER    the account to run as; default nobody. It needs no home and no
-#           shell: the script gives it its own copy of the tree, Go build
-#           cache, module cache and HOME in a temporary directory, owned by
-#           it and removed afterwards.
+#           shell: the script gives it its own copy of the tree, module
+#           cache and HOME in a temporary directory, owned by it and
+#           removed afterwards, and build caches of its own that are kept
+#           for the next run ($MARSHAL_UNPRIVILEGED_CACHE/UID, default
+#           /var/cache/marshal-unprivileged/UID).
 #   TARGET  the make target; default test. Any further arguments go to
 #           make, such as TESTFLAGS=-v or PKGS=./controllers/...
 #
@@ -39,7 +41,14 @@ modcache=$(go env GOMODCACHE)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/marshal-unprivileged.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
-mkdir -p "$work/src" "$work/home" "$work/tmp" "$work/cache" "$work/gopath/bin"
+mkdir -p "$work/src" "$work/home" "$work/tmp" "$work/gopath/bin"
+# The user's build and staticcheck caches outlive the run, so that a second
+# run compiles only what changed (both caches are keyed by content). Only
+# the user may open them.
+cache=${MARSHAL_UNPRIVILEGED_CACHE:-/var/cache/marshal-unprivileged}/$uid
+mkdir -p "$cache"
+chown "$uid:$gid" "$cache"
+chmod 0700 "$cache"
 
 # The tree as it is, uncommitted changes included, without build output.
 tar -c --exclude=./.git --exclude=./bin --exclude=./.marshal . | tar -x -C "$work/src"
@@ -60,7 +69,8 @@ setpriv --reuid="$uid" --regid="$gid" --clear-groups \
 	TMPDIR="$work/tmp" \
 	GOROOT="$goroot" \
 	GOPATH="$work/gopath" \
-	GOCACHE="$work/cache" \
+	GOCACHE="$cache/go" \
+	XDG_CACHE_HOME="$cache" \
 	GOFLAGS="-modcacherw -buildvcs=false" \
 	GOPROXY=off \
 	GOTOOLCHAIN=local \

@@ -3,7 +3,6 @@
 package test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/marshal-dev/marshal/internal/devguardwire/devguardtest"
@@ -16,10 +15,7 @@ import (
 // or the one a restart makes of it, with what the charged ones hold
 // exactly what the host says is committed.
 func TestDevGuardKillBetweenRequestsLosesNothing(t *testing.T) {
-	g := startDevGuardWith(t, func(m string) string {
-		// No prepared attempt may expire while the test restarts marshald.
-		return strings.Replace(m, "  devguard:", "  prepared_ttl: 10m\n  devguard:", 1)
-	})
+	g := startDevGuard(t)
 	huge := dgAdmission("a3")
 	huge.Intent.Requested.CPUMilli = 1 << 40
 	steps := []struct {

@@ -44,7 +44,9 @@ func sha256Hex(s string) string {
 // control service of three instances, reserving 100m, 64 MiB and 8 tasks
 // each), consumer Other_CI.v1 (a workload of one instance, its id no
 // DNS-1123 name) and a Host of 2 CPUs, 2 GiB and 1024 tasks with the
-// administrator's digest.
+// administrator's digest. Its prepared attempts wait ten minutes for
+// their launch, not DevGuard's 5 s: no test here is of their expiry, and
+// a busy machine must not expire one a test holds prepared.
 func devguardManifests() string {
 	return fmt.Sprintf(`apiVersion: marshal.dev/v1alpha1
 kind: Profile
@@ -76,6 +78,7 @@ kind: Host
 metadata: {name: local}
 spec:
   capacity: {cpu_milli: 2000, memory_bytes: 2147483648, tasks: 1024}
+  prepared_ttl: 10m
   devguard: {admin_credential_sha256: %s, policy_revision: rev-7}
 `, sha256Hex(codespaceSecret), sha256Hex(otherSecret), sha256Hex(adminSecret))
 }
@@ -84,31 +87,38 @@ spec:
 type dgDaemon struct {
 	*daemon
 	sock string
+	// args are marshald's arguments besides the harness's, every start.
+	args []string
 }
 
 // startDevGuard starts marshald with the DevGuard socket on the
 // manifests, and waits until both consumers can authenticate and the
-// authority can decide.
+// authority can decide. Its sessions wait for each frame as long as a
+// test waits for any event, not DevGuard's 250 ms (hello states 250 ms
+// all the same): on a busy machine a test's session must not end while
+// the test is descheduled between two requests. Only
+// TestDevGuardClosesAnIdleSession is of the 250 ms.
 func startDevGuard(t testing.TB) *dgDaemon {
 	t.Helper()
-	return startDevGuardWith(t, func(m string) string { return m })
+	return startDevGuardWith(t, func(m string) string { return m }, "--devguard-frame-deadline", testutil.Deadline.String())
 }
 
-// startDevGuardWith is startDevGuard on devguardManifests as edit
-// changes them.
-func startDevGuardWith(t testing.TB, edit func(string) string) *dgDaemon {
+// startDevGuardWith starts marshald on devguardManifests as edit changes
+// them, with args, and waits as startDevGuard does. Without
+// --devguard-frame-deadline in args, sessions keep DevGuard's 250 ms.
+func startDevGuardWith(t testing.TB, edit func(string) string, args ...string) *dgDaemon {
 	t.Helper()
 	testutil.RequireRoot(t)
 	d := newDaemon(t)
 	d.write("all.yaml", edit(devguardManifests()))
-	g := &dgDaemon{daemon: d, sock: filepath.Join(filepath.Dir(d.socket), "devguard", "authority.sock")}
+	g := &dgDaemon{daemon: d, sock: filepath.Join(filepath.Dir(d.socket), "devguard", "authority.sock"), args: args}
 	g.start()
 	return g
 }
 
 // start starts (or restarts) marshald and waits for it.
 func (g *dgDaemon) start() {
-	g.daemon.start("--devguard-socket", g.sock)
+	g.daemon.start(append([]string{"--devguard-socket", g.sock}, g.args...)...)
 	w := g.watch("consumers")
 	for _, name := range []string{"codespace", "other"} {
 		w.until(g.t, name, "ready", func(o map[string]any) bool { return conditionIs(o, "Ready", "True") })

@@ -4,11 +4,14 @@ package test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/marshal-dev/marshal/internal/devguardwire/devguardtest"
 )
@@ -157,7 +160,9 @@ func TestDevGuardFramesAndStrictDecoding(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if err := tc.send(c); err != nil {
+			// marshald may close the session before the whole of a
+			// frame it refuses by its header is written.
+			if err := tc.send(c); err != nil && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
 				t.Fatal(err)
 			}
 			if !c.Closed() {
@@ -179,13 +184,13 @@ func TestDevGuardFramesAndStrictDecoding(t *testing.T) {
 }
 
 // At most 32 sessions are served: the 33rd is closed at once, without an
-// answer, while the others are served. The 33 connections are made one
-// after the other, before anything is said, so that all of them reach
-// marshald well within the first one's idle deadline.
+// answer, while the 32 before it are all served. The 32 stay open
+// however long the 33rd takes, startDevGuard's frames waiting as long as
+// the test does.
 func TestDevGuardThirtyThirdSessionIsClosed(t *testing.T) {
 	g := startDevGuard(t)
 	var open []*devguardtest.Client
-	for range 32 {
+	for range devguardtest.MaxSessions {
 		c, err := devguardtest.Dial(g.sock)
 		if err != nil {
 			t.Fatal(err)
@@ -198,19 +203,38 @@ func TestDevGuardThirtyThirdSessionIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer extra.Close()
-	// Whatever it sends is never answered.
-	extra.Send([]byte(`{"version":1,"request_id":1,"body":{"method":"status"}}`))
+	// Whatever it sends is never answered; marshald may have closed the
+	// session before it is written.
+	_ = extra.Send([]byte(`{"version":1,"request_id":1,"body":{"method":"status"}}`))
 	if !extra.Closed() {
 		t.Fatal("a 33rd session was served")
 	}
-	hello := []byte(`{"version":1,"request_id":1,"body":{"method":"hello","params":{"compatibility":{"minimum_protocol":1,"maximum_protocol":1,"required":[]}}}}`)
-	for _, c := range open {
-		c.Send(hello)
-	}
 	for i, c := range open {
-		if err := c.ReadAnswer(1, "hello", nil); err != nil {
-			t.Errorf("session %d of 32: %v", i+1, err)
+		if err := c.Greet(devguardtest.CodeSpace); err != nil {
+			t.Errorf("session %d of 32: hello = %v", i+1, err)
 		}
+	}
+}
+
+// With DevGuard's own bound, a session that says nothing is closed,
+// unanswered, once 250 ms have passed since it was accepted, and not
+// before: the deadline covers the idle wait.
+func TestDevGuardClosesAnIdleSession(t *testing.T) {
+	g := startDevGuardWith(t, func(m string) string { return m })
+	// Taken before the connection exists, so before marshald accepts it
+	// and starts its deadline: however late either side runs, the close
+	// comes 250 ms after this at the earliest.
+	start := time.Now()
+	c, err := devguardtest.Dial(g.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Closed() {
+		t.Fatal("an idle session was not closed")
+	}
+	if d := time.Since(start); d < devguardtest.FrameDeadline {
+		t.Errorf("an idle session was closed after %s, before DevGuard's %s", d, devguardtest.FrameDeadline)
 	}
 }
 
@@ -219,10 +243,10 @@ func TestDevGuardThirtyThirdSessionIsClosed(t *testing.T) {
 // conflict; max_instances bounds a consumer's instances.
 func TestDevGuardRegistration(t *testing.T) {
 	g := startDevGuard(t)
-	c, in := g.session(t, "codespace-a")
 	want := devguardtest.Instance{InstanceID: "codespace-a", Process: devguardtest.Process{
 		BootID: bootID(t), PID: uint32(os.Getpid()), StartTicks: selfStartTicks(t),
 	}}
+	c, in := g.session(t, "codespace-a")
 	if in != want {
 		t.Fatalf("registered %+v, want this process %+v", in, want)
 	}
@@ -293,8 +317,8 @@ func TestDevGuardAdmission(t *testing.T) {
 		t.Errorf("policy revision %q, want the Host's rev-7", r.PolicyRevision)
 	case r.Reservation == nil || r.Reservation.Quantities != a.Intent.Requested || len(r.Reservation.LeaseID) != 36:
 		t.Errorf("reservation %+v, want the request under a lease id", r.Reservation)
-	case r.Reservation.PreparedAt.BootID != in.Process.BootID || r.Reservation.PrepareDeadlineMS-r.Reservation.PreparedAt.MonotonicMS != 5000:
-		t.Errorf("prepared at %+v, deadline %d; want this boot and the 5 s prepared_ttl", r.Reservation.PreparedAt, r.Reservation.PrepareDeadlineMS)
+	case r.Reservation.PreparedAt.BootID != in.Process.BootID || r.Reservation.PrepareDeadlineMS-r.Reservation.PreparedAt.MonotonicMS != 600000:
+		t.Errorf("prepared at %+v, deadline %d; want this boot and the Host's 10m prepared_ttl", r.Reservation.PreparedAt, r.Reservation.PrepareDeadlineMS)
 	case r.Plan == nil || r.Plan.ScopeKind != "contained_cgroup" || r.Plan.Memory != (devguardtest.Planned{Level: "accounted", Method: "accounting"}):
 		t.Errorf("plan %+v, want a contained cgroup that accounts", r.Plan)
 	case r.Scope != nil || r.Applied != nil || r.Denial != nil || r.TrackingLost || r.ReleaseReason != nil:

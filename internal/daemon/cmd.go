@@ -64,6 +64,10 @@ Stopping marshald never stops the agents it launched.`,
 	f.BoolVar(&cfg.InitJournal, "init-journal", false, "create the admission journal if it is missing (only needed after it was lost)")
 	f.StringVar(&cfg.MetricsAddress, "metrics-address", "", "also serve /metrics on this loopback address, such as 127.0.0.1:9469")
 	f.StringVar(&cfg.DevGuardSocket, "devguard-socket", "", "also serve DevGuard's wire protocol to the declared Consumers on this unix socket, such as $XDG_RUNTIME_DIR/devguard/authority.sock")
+	f.DurationVar(&cfg.DevGuardFrameDeadline, "devguard-frame-deadline", 0, "bound each DevGuard frame by this in place of DevGuard's 250ms, for tests")
+	// Hidden: a DevGuard client expects the authority to keep DevGuard's
+	// bound, which hello states whatever this is.
+	_ = f.MarkHidden("devguard-frame-deadline")
 	f.StringVar(&cfg.Pressure, "pressure", cfg.Pressure, "where admission's pressure level comes from: host (PSI, available memory, the state disk) or off (the whole work capacity, always)")
 	f.StringVar(&cfg.EgressAddress, "egress-address", cfg.EgressAddress, "the egress proxy's loopback address, or off; keep it stable: running agents keep the address they were given")
 	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "the egress proxy's unix socket, or off (default: marshal-egress.sock beside --socket)")

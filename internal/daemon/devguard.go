@@ -59,7 +59,9 @@ func (d *Daemon) listenDevGuard() (err error) {
 		return fmt.Errorf("--devguard-socket %s: %w", d.cfg.DevGuardSocket, err)
 	}
 	d.closers = append(d.closers, d.devguardLn.Close)
-	d.devguard, err = devguardwire.New(devguardwire.Options{Daemon: d.dgView, Logger: d.log.With("component", "devguard")})
+	d.devguard, err = devguardwire.New(devguardwire.Options{
+		Daemon: d.dgView, Logger: d.log.With("component", "devguard"), FrameDeadline: d.cfg.DevGuardFrameDeadline,
+	})
 	return err
 }
 

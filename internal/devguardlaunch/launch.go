@@ -221,24 +221,25 @@ func takePermit(fd int) (devguardwire.Secret, error) {
 	if err != nil {
 		return devguardwire.Secret{}, errors.New("cannot read the permit descriptor")
 	}
+	// What is already there is read whatever the time: the deadline
+	// bounds only the waits for more.
 	deadline := time.Now().Add(permitTimeout)
 	buf := make([]byte, permitLen+1)
 	n := 0
 	for n < len(buf) {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return devguardwire.Secret{}, errors.New("the permit did not arrive in time")
-		}
-		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(pfd, int(max(left.Milliseconds(), 1))); err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return devguardwire.Secret{}, errors.New("cannot read the permit descriptor")
-		}
 		m, err := unix.Read(fd, buf[n:])
 		switch {
-		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			left := time.Until(deadline)
+			if left <= 0 {
+				return devguardwire.Secret{}, errors.New("the permit did not arrive in time")
+			}
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(pfd, int(max(left.Milliseconds(), 1))); err != nil && !errors.Is(err, unix.EINTR) {
+				return devguardwire.Secret{}, errors.New("cannot read the permit descriptor")
+			}
 			continue
 		case err != nil:
 			return devguardwire.Secret{}, errors.New("cannot read the permit descriptor")

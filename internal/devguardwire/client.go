@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/marshal-dev/marshal/internal/identity"
 )
@@ -32,10 +33,19 @@ func (e *ErrRefused) Error() string { return "devguard authority refused: " + st
 // another version or request, malformed, or of a result not asked for.
 var ErrUnexpected = errors.New("devguardwire: unexpected answer")
 
-// Dial connects to the authority at path, within FrameDeadline, and
-// says hello asking for required.
+// AnswerWithin bounds a Client's connect and each of its requests, the
+// write and the wait for the answer, in place of DevGuard's
+// FrameDeadline. The helper's one request makes the attempt's scope and
+// commits to the journal before it is answered, which a busy host can
+// take well over 250 ms to do; and an answer given up on is lost work,
+// never an authorization, for the helper does not exec without one. The
+// owner bounds the launch as a whole by waiting on the helper's report.
+const AnswerWithin = 30 * time.Second
+
+// Dial connects to the authority at path and says hello asking for
+// required.
 func Dial(path string, required ...Capability) (*Client, error) {
-	d := net.Dialer{Timeout: FrameDeadline}
+	d := net.Dialer{Timeout: AnswerWithin}
 	nc, err := d.Dial("unix", path)
 	if err != nil {
 		return nil, err
@@ -107,10 +117,10 @@ func (c *Client) call(method Method, params any, result string, out any) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFrame(c.conn, req); err != nil {
+	if err := WriteFrame(c.conn, req, AnswerWithin); err != nil {
 		return err
 	}
-	frame, err := ReadFrame(c.conn, c.buf)
+	frame, err := ReadFrame(c.conn, c.buf, AnswerWithin)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,11 @@
 // requests on the registered instance's attempts; a launch helper's
 // session is hello and launch alone.
 //
+// Client is the helper's side of a session. It checks what DevGuard's
+// client checks, but waits for its answers up to AnswerWithin rather
+// than 250 ms: the launch it asks for makes a scope and commits to the
+// journal before it is answered.
+//
 // Every answer comes from a Daemon, which marshald implements over its
 // admission authority and launch path: the attempts and the journal are
 // the ones marshal's own local API serves. This package maps them onto

@@ -60,23 +60,24 @@ func appendFrame(dst, payload []byte) ([]byte, error) {
 	return append(dst, payload...), nil
 }
 
-// ReadFrame reads one frame from c, the whole of it before FrameDeadline
-// passes, and returns its payload, in buf when buf is large enough.
-func ReadFrame(c net.Conn, buf []byte) ([]byte, error) {
-	if err := c.SetReadDeadline(time.Now().Add(FrameDeadline)); err != nil {
+// ReadFrame reads one frame from c, the whole of it, idle waiting
+// included, before within passes, and returns its payload, in buf when
+// buf is large enough.
+func ReadFrame(c net.Conn, buf []byte, within time.Duration) ([]byte, error) {
+	if err := c.SetReadDeadline(time.Now().Add(within)); err != nil {
 		return nil, err
 	}
 	return readFrame(c, buf)
 }
 
 // WriteFrame writes payload to c as one frame, the whole of it before
-// FrameDeadline passes.
-func WriteFrame(c net.Conn, payload []byte) error {
+// within passes.
+func WriteFrame(c net.Conn, payload []byte, within time.Duration) error {
 	frame, err := appendFrame(make([]byte, 0, frameHeader+len(payload)), payload)
 	if err != nil {
 		return err
 	}
-	if err := c.SetWriteDeadline(time.Now().Add(FrameDeadline)); err != nil {
+	if err := c.SetWriteDeadline(time.Now().Add(within)); err != nil {
 		return err
 	}
 	_, err = c.Write(frame)

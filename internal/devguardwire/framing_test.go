@@ -88,7 +88,7 @@ func TestReadFrameDeadlineCoversTheWholeFrame(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err := ReadFrame(a, nil)
+	_, err := ReadFrame(a, nil, FrameDeadline)
 	close(stop)
 	// A write to a pipe waits for its reader: one begun after the read
 	// gave up returns only once the pipe is closed.

@@ -23,11 +23,11 @@ type Options struct {
 	UID uint32
 	// Logger receives why sessions ended early; discarded by default.
 	Logger *slog.Logger
-
-	// frameDeadline, when set by this package's tests, replaces
-	// FrameDeadline, so that a test can hold sessions open on a busy
-	// machine; hello still states FrameDeadline.
-	frameDeadline time.Duration
+	// FrameDeadline, when positive, bounds each frame read or written in
+	// place of DevGuard's FrameDeadline. hello states FrameDeadline
+	// whatever it is, for a DevGuard client accepts no other: only tests
+	// set it, to hold sessions open whatever a busy machine's timing.
+	FrameDeadline time.Duration
 }
 
 // Server serves DevGuard's wire: sessions of frames on a unix socket,
@@ -57,7 +57,7 @@ func New(opts Options) (*Server, error) {
 		uid:      opts.UID,
 		pid:      os.Getpid(),
 		log:      opts.Logger,
-		deadline: opts.frameDeadline,
+		deadline: opts.FrameDeadline,
 		slots:    make(chan struct{}, MaxSessions),
 		conns:    map[net.Conn]struct{}{},
 	}
@@ -157,10 +157,7 @@ func (s *Server) serve(ctx context.Context, c net.Conn) {
 	var in []byte
 	var out bytes.Buffer
 	for ctx.Err() == nil {
-		if err := c.SetReadDeadline(time.Now().Add(s.deadline)); err != nil {
-			return
-		}
-		frame, err := readFrame(c, in)
+		frame, err := ReadFrame(c, in, s.deadline)
 		if err != nil {
 			return
 		}
@@ -182,20 +179,8 @@ func (s *Server) serve(ctx context.Context, c net.Conn) {
 			s.log.Warn("encoding an answer", "method", req.Method, "err", err)
 			return
 		}
-		if err := s.write(c, payload); err != nil || last {
+		if err := WriteFrame(c, payload, s.deadline); err != nil || last {
 			return
 		}
 	}
-}
-
-func (s *Server) write(c net.Conn, payload []byte) error {
-	frame, err := appendFrame(make([]byte, 0, frameHeader+len(payload)), payload)
-	if err != nil {
-		return err
-	}
-	if err := c.SetWriteDeadline(time.Now().Add(s.deadline)); err != nil {
-		return err
-	}
-	_, err = c.Write(frame)
-	return err
 }

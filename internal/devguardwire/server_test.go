@@ -69,7 +69,7 @@ func serve(t *testing.T, deadline time.Duration) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Daemon: closedDaemon{}, frameDeadline: deadline})
+	s, err := New(Options{Daemon: closedDaemon{}, FrameDeadline: deadline})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,60 +2,40 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/runner"
 )
 
 // Exit codes shared by every command.
 const (
-	ExitOK      = 0 // success
-	ExitNo      = 1 // the command worked and the answer is no: invalid manifests, differences
-	ExitUsage   = 2 // wrong flags or arguments
-	ExitFailure = 3 // the command could not do its work (unreadable input, daemon unreachable)
+	ExitOK      = runner.ExitOK      // success
+	ExitNo      = runner.ExitNo      // the command worked and the answer is no: invalid manifests, differences
+	ExitUsage   = runner.ExitUsage   // wrong flags or arguments
+	ExitFailure = runner.ExitFailure // the command could not do its work (unreadable input, daemon unreachable)
 )
 
 // Streams are a command's standard input, output and error.
-type Streams struct {
-	In  io.Reader
-	Out io.Writer
-	Err io.Writer
-}
+type Streams = runner.Streams
 
 // ExitError carries the exit code a command ends with. Its message has
 // already been printed when Silent is set.
-type ExitError struct {
-	Code   int
-	Err    error
-	Silent bool
-}
+type ExitError = runner.ExitError
 
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-func (e *ExitError) Unwrap() error { return e.Err }
-
-func usageError(format string, args ...any) error {
-	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
-}
+func usageError(format string, args ...any) error { return runner.UsageError(format, args...) }
 
 // ExitCode maps the error Run returned to the process exit code.
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	var ee *ExitError
-	if errors.As(err, &ee) {
-		return ee.Code
-	}
-	return ExitFailure
+func ExitCode(err error) int { return runner.ExitCode(err) }
+
+// Interrupts are the signals that cancel the context Run is given, as
+// main catches them.
+type Interrupts = runner.Interrupts
+
+// WithInterrupts returns a copy of ctx that carries in to the commands.
+func WithInterrupts(ctx context.Context, in Interrupts) context.Context {
+	return runner.WithInterrupts(ctx, in)
 }
 
 // Run runs marshalctl with args (without the program name). It prints
@@ -69,13 +49,7 @@ func Run(ctx context.Context, args []string, s Streams) error {
 func execute(ctx context.Context, root *cobra.Command, args []string, s Streams) error {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	var ee *ExitError
-	if err != nil && !(errors.As(err, &ee) && ee.Silent) {
-		fmt.Fprintf(s.Err, "marshalctl: %v\n", err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprintln(s.Err, "Run 'marshalctl --help' for usage.")
-		}
-	}
+	runner.Report(s.Err, err)
 	return err
 }
 

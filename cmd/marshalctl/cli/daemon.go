@@ -1,13 +1,12 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/marshal-dev/marshal/api/loader"
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/runner"
 	"github.com/marshal-dev/marshal/internal/client"
 	"github.com/marshal-dev/marshal/internal/localapi"
 )
@@ -29,30 +28,7 @@ func (g *globals) client() (*client.Client, error) {
 
 // daemonError turns an error of a request to marshald into the error the
 // command ends with: what the daemon said, and what to do next.
-func daemonError(err error) error {
-	var ee *ExitError
-	if err == nil || errors.As(err, &ee) {
-		return err
-	}
-	var apiErr *localapi.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return &ExitError{Code: ExitFailure, Err: errors.New("interrupted")}
-	case errors.Is(err, client.ErrUnreachable):
-		return &ExitError{Code: ExitFailure, Err: err}
-	case errors.As(err, &apiErr):
-		switch apiErr.Code {
-		case localapi.CodeNotFound:
-			return &ExitError{Code: ExitNo, Err: errors.New(apiErr.Message)}
-		case localapi.CodeForbidden:
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("marshald refused: %s", apiErr.Message)}
-		case localapi.CodeUnavailable:
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("marshald cannot answer now: %s; try again in a moment", apiErr.Message)}
-		}
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("marshald: %s: %s", apiErr.Code, apiErr.Message)}
-	}
-	return &ExitError{Code: ExitFailure, Err: err}
-}
+func daemonError(err error) error { return runner.DaemonError(err) }
 
 // warnSource prints, one line each, what is wrong with the daemon's
 // config dir: files that fail to load, a hold.

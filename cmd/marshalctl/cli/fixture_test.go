@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,15 +30,7 @@ var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // tests is the test binary.
 const asMarshalctl = "MARSHALCTL_TEST_AS_MARSHALCTL"
 
-// dieByTERM, set in the environment, makes the test binary die by
-// SIGTERM through dieBy, then exit 3 if it still can.
-const dieByTERM = "MARSHALCTL_TEST_DIE_BY_TERM"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(dieByTERM) == "1" {
-		dieBy(syscall.SIGTERM)
-		os.Exit(3)
-	}
 	if os.Getenv(asMarshalctl) == "1" {
 		err := Run(context.Background(), os.Args[1:], Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 		os.Exit(ExitCode(err))

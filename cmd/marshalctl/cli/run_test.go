@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/runner"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/apiserver/apiservertest"
 	"github.com/marshal-dev/marshal/internal/launch"
@@ -66,10 +67,12 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	help := runCLI(t, "run", "--help").stdout
 	for code, status := range want {
-		if got := runExitCode(code); got != status {
-			t.Errorf("runExitCode(%q) = %d, want %d", code, got, status)
+		if got := runner.RefusalExitCode(code); got != status {
+			t.Errorf("RefusalExitCode(%q) = %d, want %d", code, got, status)
 		}
-		if _, known := runExitCodes[code]; known && !strings.Contains(help, code) {
+	}
+	for _, code := range runner.RefusalCodes() {
+		if !strings.Contains(help, code) {
 			t.Errorf("run --help does not document %s", code)
 		}
 	}
@@ -104,24 +107,5 @@ func TestRunRefusalOutput(t *testing.T) {
 	var obj localapi.Refusal
 	if err := json.Unmarshal([]byte(r.stdout), &obj); err != nil || obj != refusal || r.code != 75 || r.stderr != "" {
 		t.Errorf("-o json = exit %d, stdout %q (%v), stderr %q", r.code, r.stdout, err, r.stderr)
-	}
-}
-
-// A command that is not allowed or not found is named in the refusal;
-// other refusals print marshald's detail alone.
-func TestRunRefusalNamesTheCommand(t *testing.T) {
-	tests := []struct {
-		code, detail, want string
-	}{
-		{localapi.RefusalExecNotAllowed, "executable not found", `EXEC_NOT_ALLOWED: executable not found: "claud"`},
-		{localapi.RefusalExecNotAllowed, "argv0 not allowed", `EXEC_NOT_ALLOWED: argv0 not allowed: "claud"`},
-		{localapi.RefusalWorkspaceNotReady, "workspace not ready", `WORKSPACE_NOT_READY: workspace not ready`},
-	}
-	for _, tc := range tests {
-		r := &localapi.Refusal{Code: tc.code, Detail: tc.detail, Process: 7, State: localapi.AttemptNotAsked}
-		got, _, _ := strings.Cut(formatRefusal(r, []string{"claud", "--resume"}), "\n")
-		if got != tc.want {
-			t.Errorf("formatRefusal(%s, %s) = %q, want %q", tc.code, tc.detail, got, tc.want)
-		}
 	}
 }

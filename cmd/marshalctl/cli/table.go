@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/runner"
 )
 
 // timeNow is the clock ages are measured on; tests fix it.
@@ -134,12 +136,7 @@ func bytesIEC(n int64) string {
 }
 
 // orDash writes "-" for an empty value.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func orDash(s string) string { return runner.OrDash(s) }
 
 // firstLine is s up to its first newline.
 func firstLine(s string) string {

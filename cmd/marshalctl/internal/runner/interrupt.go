@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import "context"
 
@@ -21,9 +21,9 @@ func WithInterrupts(ctx context.Context, in Interrupts) context.Context {
 	return context.WithValue(ctx, interruptsKey{}, in)
 }
 
-// awaitInterrupts returns once the signals that cancel ctx are caught,
+// AwaitInterrupts returns once the signals that cancel ctx are caught,
 // or at once when ctx carries none or has ended.
-func awaitInterrupts(ctx context.Context) {
+func AwaitInterrupts(ctx context.Context) {
 	if in, ok := ctx.Value(interruptsKey{}).(Interrupts); ok {
 		select {
 		case <-in.Ready():
@@ -32,9 +32,9 @@ func awaitInterrupts(ctx context.Context) {
 	}
 }
 
-// restoreInterrupts gives the signals that cancel ctx back their first
-// dispositions; call it after awaitInterrupts.
-func restoreInterrupts(ctx context.Context) {
+// RestoreInterrupts gives the signals that cancel ctx back their first
+// dispositions; call it after AwaitInterrupts.
+func RestoreInterrupts(ctx context.Context) {
 	if in, ok := ctx.Value(interruptsKey{}).(Interrupts); ok {
 		in.Restore()
 	}

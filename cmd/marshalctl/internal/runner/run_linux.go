@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"errors"
@@ -22,20 +22,20 @@ type runTerm struct {
 // runTerminal decides whether the agent runs on a terminal: --pty needs
 // standard input to be one, --no-pty detaches from it, and by default the
 // agent runs on one when standard input is one.
-func runTerminal(o runOptions) (runTerm, error) {
+func runTerminal(o Options) (runTerm, error) {
 	_, err := unix.IoctlGetTermios(0, unix.TCGETS)
 	onTerminal := err == nil
 	switch {
-	case o.pty && !onTerminal:
-		return runTerm{}, usageError("--pty: standard input is not a terminal")
-	case o.noPTY && onTerminal:
+	case o.PTY && !onTerminal:
+		return runTerm{}, UsageError("--pty: standard input is not a terminal")
+	case o.NoPTY && onTerminal:
 		if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
 			// Giving up the terminal as its session leader would hang
 			// up the whole session.
-			return runTerm{}, usageError("--no-pty: marshalctl leads its session and cannot give up its terminal; run it from a shell, or redirect standard input")
+			return runTerm{}, UsageError("--no-pty: marshalctl leads its session and cannot give up its terminal; run it from a shell, or redirect standard input")
 		}
 		return runTerm{detach: true}, nil
-	case o.noPTY:
+	case o.NoPTY:
 		return runTerm{}, nil
 	}
 	return runTerm{pty: onTerminal}, nil

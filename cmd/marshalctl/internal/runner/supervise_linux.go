@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // The terminal's signals (Ctrl-C, Ctrl-\, Ctrl-Z) reach the agent from
 // the terminal, as they would without a timeout, and this process stops
 // with it on Ctrl-Z; SIGTERM and SIGHUP sent to run are passed on.
-func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, argv []string) error {
+func superviseRun(ctx context.Context, s Streams, socket string, o Options, argv []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("finding marshalctl to run the launch: %w", err)}
@@ -36,15 +36,15 @@ func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, a
 		return &ExitError{Code: ExitFailure, Err: err}
 	}
 	defer report.Close()
-	args := []string{"--socket", socket, "run", "--report-fd=3", "-w", o.workspace, "--timeout", o.timeout.String()}
+	args := []string{"--socket", socket, "run", "--report-fd=3", "-w", o.Workspace, "--timeout", o.Timeout.String()}
 	switch {
-	case o.pty:
+	case o.PTY:
 		args = append(args, "--pty")
-	case o.noPTY:
+	case o.NoPTY:
 		args = append(args, "--no-pty")
 	}
-	if o.output != "" {
-		args = append(args, "-o", o.output)
+	if o.Output != "" {
+		args = append(args, "-o", o.Output)
 	}
 	cmd := exec.Command(self, append(append(args, "--"), argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.In, s.Out, s.Err
@@ -52,8 +52,8 @@ func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, a
 
 	// The child must start with the dispositions run started with, as an
 	// agent run without a timeout execs with them.
-	awaitInterrupts(ctx)
-	restoreInterrupts(ctx)
+	AwaitInterrupts(ctx)
+	RestoreInterrupts(ctx)
 	forward := make(chan os.Signal, 4)
 	signal.Notify(forward, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(forward)
@@ -90,10 +90,10 @@ func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, a
 		return &ExitError{Code: ExitRunInternal, Err: fmt.Errorf("the launch ended with %v", cmd.ProcessState)}
 	}
 	sig := ws.Signal()
-	if sig == syscall.SIGKILL && time.Since(started) >= o.timeout {
+	if sig == syscall.SIGKILL && time.Since(started) >= o.Timeout {
 		scope, attempt, _ := strings.Cut(<-launched, " ")
 		fmt.Fprintf(s.Err, "marshalctl: --timeout %s expired: marshald killed the agent and every process it started (scope %s, attempt %s)\n",
-			o.timeout, orDash(scope), orDash(attempt))
+			o.Timeout, OrDash(scope), OrDash(attempt))
 		return &ExitError{Code: 128 + int(syscall.SIGKILL), Silent: true}
 	}
 	dieBy(sig)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package cli
+package runner
 
 import (
 	"context"
@@ -16,7 +16,7 @@ type runTerm struct {
 }
 
 // runTerminal: agents run on Linux only.
-func runTerminal(o runOptions) (runTerm, error) {
+func runTerminal(o Options) (runTerm, error) {
 	return runTerm{}, &ExitError{Code: ExitFailure, Err: errors.New("run needs Linux: agents run in cgroup scopes")}
 }
 
@@ -24,7 +24,7 @@ func runTerminal(o runOptions) (runTerm, error) {
 func execPlan(p *localapi.ExecPlan, term runTerm) error { return errors.ErrUnsupported }
 
 // superviseRun: agents run on Linux only.
-func superviseRun(ctx context.Context, s Streams, socket string, o runOptions, argv []string) error {
+func superviseRun(ctx context.Context, s Streams, socket string, o Options, argv []string) error {
 	return &ExitError{Code: ExitFailure, Err: errors.New("run needs Linux: agents run in cgroup scopes")}
 }
 

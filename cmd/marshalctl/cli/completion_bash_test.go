@@ -52,7 +52,9 @@ func TestBashCompletesFromDaemon(t *testing.T) {
 		t.Skip("needs the go command to build marshalctl")
 	}
 	bin := t.TempDir()
-	build := exec.CommandContext(t.Context(), gobin, "build", "-o", bin, "github.com/marshal-dev/marshal/cmd/marshalctl")
+	// The front completes through the whole CLI, beside it.
+	build := exec.CommandContext(t.Context(), gobin, "build", "-o", bin+"/",
+		"github.com/marshal-dev/marshal/cmd/marshalctl", "github.com/marshal-dev/marshal/cmd/marshalctl/marshalctl-cli")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building marshalctl: %v\n%s", err, out)
 	}

@@ -1,0 +1,22 @@
+// Command marshalctl-cli is the whole of marshalctl: every command,
+// kubectl-style (validate, get, describe, events, apply, diff, delete,
+// doctor, identify, run, admin, version and completion). marshalctl, the
+// front installed beside it, runs the common agent launches itself and
+// execs this program, with the same arguments, for everything else.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/marshal-dev/marshal/cmd/marshalctl/cli"
+	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/interrupt"
+)
+
+func main() {
+	ctx, stop := interrupt.NotifyContext(context.Background())
+	ctx = cli.WithInterrupts(ctx, interrupt.Caught{})
+	err := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(cli.ExitCode(err))
+}

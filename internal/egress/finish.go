@@ -68,6 +68,18 @@ func (p *Proxy) lookForOwner(c *conn) {
 	c.owner = p.findOwner(c.peer)
 }
 
+// awaitOwner waits for the search lookForOwner started, if any. Every
+// answer to the peer waits for it, so that a peer that waits for an
+// answer still holds its socket when it is looked for: a tool that exits
+// once answered would otherwise often be gone first, and its audit record
+// name no process. The search started with the request, so the wait is
+// what is left of it, tens of microseconds at most.
+func (c *conn) awaitOwner() {
+	if c.owner != nil {
+		c.owner()
+	}
+}
+
 func (p *Proxy) findOwner(pr *peer) func() (int, string) {
 	if pr.transport != TransportTCP {
 		return nil

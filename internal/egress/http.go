@@ -342,8 +342,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, c *conn, up net.
 	if r.Body != nil && r.Body != http.NoBody {
 		r2.Body = out
 	}
-	cw := &countingWriter{ResponseWriter: w}
 	p.lookForOwner(c)
+	cw := &countingWriter{ResponseWriter: w, before: c.awaitOwner}
 	p.reverse.ServeHTTP(cw, r2)
 	up.Close() // when the transport never took it
 	rec.BytesOut, rec.BytesIn = out.n.Load(), cw.n
@@ -371,9 +371,24 @@ func (c *countingReader) Close() error { return c.r.Close() }
 type countingWriter struct {
 	http.ResponseWriter
 	n int64
+	// before runs once, before the response's first byte.
+	before func()
+}
+
+func (c *countingWriter) first() {
+	if c.before != nil {
+		c.before()
+		c.before = nil
+	}
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.first()
+	c.ResponseWriter.WriteHeader(code)
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {
+	c.first()
 	n, err := c.ResponseWriter.Write(b)
 	c.n += int64(n)
 	return n, err

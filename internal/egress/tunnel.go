@@ -43,6 +43,7 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string) (out,
 		sent = p.copyChunks(up, client, func(n int64) { p.countBytes(profile, n, 0) })
 		halfClose(up, closeBoth)
 	})
+	c.awaitOwner()
 	in = p.copyChunks(client, up, func(n int64) { p.countBytes(profile, 0, n) })
 	halfClose(client, closeBoth)
 	wg.Wait()

@@ -18,8 +18,7 @@ import (
 // of an emptied directory. It does no I/O: what must be recorded, persisted
 // or told to the sink comes back as an outcome.
 type declarations struct {
-	dir    string        // the config dir as configured, for messages
-	dirKey reconcile.Key // what events about the dir are recorded against
+	origin Origin
 
 	files    map[string]*fileState
 	index    map[reconcile.Key][]declRef // every declaration of a key, sorted
@@ -54,10 +53,9 @@ type event struct {
 	message string
 }
 
-func newDeclarations(dir string) *declarations {
+func newDeclarations(origin Origin) *declarations {
 	return &declarations{
-		dir:      dir,
-		dirKey:   reconcile.Key{Kind: KindConfigDir, Name: dirName(dir)},
+		origin:   origin,
 		files:    map[string]*fileState{},
 		index:    map[reconcile.Key][]declRef{},
 		hosts:    map[reconcile.Key]bool{},
@@ -67,8 +65,10 @@ func newDeclarations(dir string) *declarations {
 }
 
 // apply installs changed files (nil: the file is gone). A file that loads
-// with errors keeps the objects of its last good version.
-func (d *declarations) apply(changed map[string]*fileState) outcome {
+// with errors keeps the objects of its last good version. When hold is
+// set, a change that leaves nothing declared is held; otherwise it is
+// taken as meant.
+func (d *declarations) apply(changed map[string]*fileState, hold bool) outcome {
 	var out outcome
 	if len(changed) == 0 && !d.held {
 		return out
@@ -132,7 +132,7 @@ func (d *declarations) apply(changed map[string]*fileState) outcome {
 			delete(d.desired, k)
 		}
 	}
-	d.publish(touched, &out)
+	d.publish(touched, hold, &out)
 	return out
 }
 
@@ -172,14 +172,14 @@ func (d *declarations) declare(k reconcile.Key) *Declaration {
 }
 
 // publish adds to out what changed among keys for the sink, unless an
-// emptied directory must be held.
-func (d *declarations) publish(keys map[reconcile.Key]bool, out *outcome) {
-	if len(d.desired) == 0 && len(d.declared) > 0 {
+// emptying must be held.
+func (d *declarations) publish(keys map[reconcile.Key]bool, hold bool, out *outcome) {
+	if len(d.desired) == 0 && len(d.declared) > 0 && (hold || d.held) {
 		if !d.held {
 			d.held = true
 			out.nowHeld = len(d.declared)
-			out.events = append(out.events, event{true, d.dirKey, "EmptiedHeld", fmt.Sprintf(
-				"config dir %s went from %d objects to none; nothing was deleted. Restore it, or run marshalctl apply --allow-empty to confirm", d.dir, len(d.declared))})
+			out.events = append(out.events, event{true, d.origin.Key, "EmptiedHeld", fmt.Sprintf(
+				"%s went from %d objects to none; nothing was deleted. Restore it, or run marshalctl apply --allow-empty to confirm", d.origin.Name, len(d.declared))})
 		}
 		return
 	}
@@ -192,7 +192,7 @@ func (d *declarations) publish(keys map[reconcile.Key]bool, out *outcome) {
 		for k := range d.desired {
 			keys[k] = true
 		}
-		out.events = append(out.events, event{false, d.dirKey, "HoldReleased", fmt.Sprintf("config dir %s declares objects again", d.dir)})
+		out.events = append(out.events, event{false, d.origin.Key, "HoldReleased", d.origin.Name + " declares objects again"})
 	}
 	for k := range keys {
 		decl := d.desired[k]
@@ -230,8 +230,8 @@ func (d *declarations) confirmEmpty() (outcome, bool) {
 		}
 	}
 	slices.SortFunc(out.changes, func(a, b Change) int { return reconcile.CompareKeys(a.Key, b.Key) })
-	out.events = append(out.events, event{false, d.dirKey, "EmptyConfirmed", fmt.Sprintf(
-		"emptying of config dir %s confirmed; %d objects deleted", d.dir, len(out.changes))})
+	out.events = append(out.events, event{false, d.origin.Key, "EmptyConfirmed", fmt.Sprintf(
+		"emptying of %s confirmed; %d objects deleted", d.origin.Name, len(out.changes))})
 	return out, true
 }
 
@@ -249,9 +249,9 @@ func (d *declarations) fileEvent(rel string, old, fresh *fileState) (event, bool
 		if n := len(fresh.errs) - 1; n > 0 {
 			msg += fmt.Sprintf(" (and %d more)", n)
 		}
-		return event{true, d.dirKey, "Invalid", msg}, true
+		return event{true, d.origin.Key, "Invalid", msg}, true
 	case old != nil && len(old.errs) > 0:
-		return event{false, d.dirKey, "Valid", rel + " loads again"}, true
+		return event{false, d.origin.Key, "Valid", rel + " loads again"}, true
 	}
 	return event{}, false
 }

@@ -25,6 +25,7 @@ func broken(name string) string {
 type declStep struct {
 	files   map[string]string // file → content, or gone
 	confirm bool              // confirm an emptying instead
+	meant   bool              // an emptying is meant, not held
 	// changes told to the sink, as "KIND/NAME FILE:LINE [invalid]
 	// [cpu=N] [conflicts=…]", or "-KIND/NAME" for a deletion.
 	changes []string
@@ -91,6 +92,12 @@ func TestDeclarations(t *testing.T) {
 			{confirm: true, changes: []string{"-Profile/a", "-Profile/b"}, events: []string{"EmptyConfirmed"}},
 			{confirm: true},
 		}},
+		{"meant_emptying_deletes", []declStep{
+			{files: map[string]string{"a.yaml": profile("a", 1)},
+				changes: []string{"Profile/a a.yaml:1 cpu=1"}, persisted: []string{"a.yaml"}},
+			{files: map[string]string{"a.yaml": gone}, meant: true,
+				changes: []string{"-Profile/a"}, persisted: []string{"-a.yaml"}},
+		}},
 		{"one_file_of_several_removed_is_not_held", []declStep{
 			{files: map[string]string{"a.yaml": profile("a", 1), "b.yaml": profile("b", 1)},
 				changes: []string{"Profile/a a.yaml:1 cpu=1", "Profile/b b.yaml:1 cpu=1"}, persisted: []string{"a.yaml", "b.yaml"}},
@@ -100,7 +107,7 @@ func TestDeclarations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDeclarations("/etc/marshal/manifests.d")
+			d := newDeclarations(dirOrigin("/etc/marshal/manifests.d"))
 			for i, st := range tc.steps {
 				var out outcome
 				if st.confirm {
@@ -110,7 +117,7 @@ func TestDeclarations(t *testing.T) {
 						t.Errorf("step %d: confirmEmpty released %v, want %v", i, released, want)
 					}
 				} else {
-					out = d.apply(loadFiles(st.files))
+					out = d.apply(loadFiles(st.files), !st.meant)
 				}
 				if got := changeLines(out.changes); !slices.Equal(got, st.changes) {
 					t.Errorf("step %d: changes %q, want %q", i, got, st.changes)

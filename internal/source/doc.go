@@ -32,6 +32,11 @@
 // change, is held: nothing is deleted until it comes back or a person
 // confirms.
 //
+// The declarations serve any source of manifests: a Feed takes units (a
+// file, an object of an API) as they load now and declares their objects
+// with the same rules, the hold of an emptying included, for a source
+// whose units are not files in a directory.
+//
 // Parsing and validation are package loader's; this package decides when
 // to load and what a load means for the declarations.
 package source

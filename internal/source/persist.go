@@ -59,17 +59,18 @@ func decodeGood(rel string, data []byte) ([]loader.Object, error) {
 // a later start then restores older ones, and only for files that do not
 // load by then.
 type lastGood struct {
-	store Store
-	log   *slog.Logger
-	wake  chan struct{} // holds a value while something is pending
+	store  Store
+	bucket state.Bucket
+	log    *slog.Logger
+	wake   chan struct{} // holds a value while something is pending
 
 	// mu guards pending.
 	mu      sync.Mutex
 	pending map[string][]byte // file → encoded objects; nil deletes
 }
 
-func newLastGood(store Store, log *slog.Logger) *lastGood {
-	return &lastGood{store: store, log: log, wake: make(chan struct{}, 1), pending: map[string][]byte{}}
+func newLastGood(store Store, bucket state.Bucket, log *slog.Logger) *lastGood {
+	return &lastGood{store: store, bucket: bucket, log: log, wake: make(chan struct{}, 1), pending: map[string][]byte{}}
 }
 
 // put hands writes over.
@@ -107,7 +108,7 @@ func (g *lastGood) write() {
 	if len(writes) == 0 {
 		return
 	}
-	if err := g.store.Write(state.LastGood, writes); err != nil {
+	if err := g.store.Write(g.bucket, writes); err != nil {
 		g.log.Error("persisting last good manifests", "err", err)
 	}
 }

@@ -27,15 +27,15 @@ type Source struct {
 	// Start (a test may flush by hand without one).
 	load  *fileLoader
 	watch *watcher
-	// lastGood persists the last good objects; nil without a Store.
-	lastGood *lastGood
+	// feed declares the files' objects. The loop goroutine is the only
+	// one that changes its declarations, and reads feed.decl.files
+	// without its lock.
+	feed *Feed
 
-	// mu guards the fields below. The loop goroutine is their only
-	// writer, and reads them without it; the accessors read them from
-	// other goroutines.
+	// mu guards root. The loop goroutine is its only writer, and reads it
+	// without mu.
 	mu   sync.Mutex
 	root string // resolved config dir; "" while missing
-	decl *declarations
 
 	// afterLoop, when set (by tests), is called on the loop goroutine
 	// after it handled anything, with the files that are settling.
@@ -66,11 +66,11 @@ func New(opts Options) *Source {
 		synced:  make(chan struct{}),
 		confirm: make(chan chan bool),
 		load:    newFileLoader(opts.Dir),
-		decl:    newDeclarations(opts.Dir),
 	}
-	if opts.Store != nil {
-		s.lastGood = newLastGood(opts.Store, s.log)
-	}
+	s.feed = NewFeed(FeedOptions{
+		Origin: dirOrigin(opts.Dir), Sink: opts.Sink, Store: opts.Store, Bucket: state.LastGood,
+		Recorder: opts.Recorder, Logger: s.log,
+	})
 	return s
 }
 
@@ -81,22 +81,20 @@ func (s *Source) Start(ctx context.Context) error {
 		return fmt.Errorf("watching %s: %w", s.opts.Dir, err)
 	}
 	defer w.close()
-	if err := s.restore(); err != nil {
+	if err := s.feed.Restore(); err != nil {
 		return err
 	}
-	if s.lastGood != nil {
-		// Stopped after the loop, so that it writes what the loop left.
-		writing, stop := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			s.lastGood.run(writing)
-		}()
-		defer func() {
-			stop()
-			<-done
-		}()
-	}
+	// Stopped after the loop, so that it writes what the loop left.
+	writing, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.feed.Run(writing)
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
 	s.watch = w
 	s.flush(ctx, batch{relist: true})
 	close(s.synced)
@@ -120,7 +118,7 @@ func (s *Source) Start(ctx context.Context) error {
 		case <-w.due:
 			s.flush(ctx, w.take())
 		case reply := <-s.confirm:
-			reply <- s.confirmEmpty()
+			reply <- s.feed.ConfirmEmpty()
 		}
 		if s.afterLoop != nil {
 			s.afterLoop(sortedKeys(s.load.settling))
@@ -137,21 +135,20 @@ func (s *Source) flush(ctx context.Context, b batch) {
 			track = s.watch.track
 		}
 		var err error
-		if res, err = s.load.relist(ctx, s.decl.files, b.waiting, track); err != nil {
+		if res, err = s.load.relist(ctx, s.feed.decl.files, b.waiting, track); err != nil {
 			s.log.Warn("cannot list config dir", "dir", s.opts.Dir, "err", err)
 			return
 		}
 		s.moveRoot(res)
 	} else {
-		res = s.load.check(s.root, b.paths, s.decl.files)
+		res = s.load.check(s.root, b.paths, s.feed.decl.files)
 	}
-	s.mu.Lock()
+	s.feed.mu.Lock()
 	for rel, st := range res.restamped {
-		s.decl.restamp(rel, st)
+		s.feed.decl.restamp(rel, st)
 	}
-	out := s.decl.apply(res.changed)
-	s.mu.Unlock()
-	s.carry(out)
+	s.feed.carryLocked(s.feed.decl.apply(res.changed, true))
+	s.feed.mu.Unlock()
 
 	if res.relist {
 		// A path turned out to be a symlink: whether it may be followed
@@ -165,80 +162,17 @@ func (s *Source) flush(ctx context.Context, b batch) {
 
 // moveRoot takes the root a relist found.
 func (s *Source) moveRoot(res *loadResult) {
-	if res.missing != nil && (s.root != "" || len(s.decl.files) > 0) {
+	if res.missing != nil && (s.root != "" || len(s.feed.decl.files) > 0) {
 		cause := res.missing
 		if inner := errors.Unwrap(cause); inner != nil {
 			cause = inner
 		}
 		s.log.Warn("config dir missing", "dir", s.opts.Dir, "err", res.missing)
-		s.record(event{true, s.decl.dirKey, "ConfigDirMissing", fmt.Sprintf("config dir %s cannot be read: %v", s.opts.Dir, cause)})
+		s.feed.record(event{true, s.feed.opts.Origin.Key, "ConfigDirMissing", fmt.Sprintf("config dir %s cannot be read: %v", s.opts.Dir, cause)})
 	}
 	s.mu.Lock()
 	s.root = res.root
 	s.mu.Unlock()
-}
-
-// carry out what a change to the declarations asks for: record its
-// events, persist its last good objects, and tell the sink.
-func (s *Source) carry(out outcome) {
-	if out.nowHeld > 0 {
-		s.log.Warn("config dir emptied; holding its objects until it comes back or the emptying is confirmed", "dir", s.opts.Dir, "objects", out.nowHeld)
-	}
-	for _, ev := range out.events {
-		s.record(ev)
-	}
-	if len(out.changes) > 0 {
-		s.opts.Sink.Declare(out.changes)
-	}
-	if s.lastGood != nil {
-		s.lastGood.put(out.persist)
-	}
-}
-
-func (s *Source) confirmEmpty() bool {
-	s.mu.Lock()
-	out, released := s.decl.confirmEmpty()
-	s.mu.Unlock()
-	if released {
-		s.carry(out)
-	}
-	return released
-}
-
-// restore declares the last good objects persisted by a previous run, so
-// that a restart with a broken or missing directory keeps them.
-func (s *Source) restore() error {
-	if s.opts.Store == nil {
-		return nil
-	}
-	changed := map[string]*fileState{}
-	err := s.opts.Store.ForEach(state.LastGood, func(rel string, v []byte) error {
-		objs, err := decodeGood(rel, v)
-		if err != nil {
-			s.log.Warn("dropping unreadable last good state", "file", rel, "err", err)
-			return nil
-		}
-		changed[rel] = &fileState{good: objs}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("restoring last good manifests: %w", err)
-	}
-	s.mu.Lock()
-	out := s.decl.apply(changed)
-	s.mu.Unlock()
-	s.carry(out)
-	return nil
-}
-
-func (s *Source) record(ev event) {
-	switch {
-	case s.opts.Recorder == nil:
-	case ev.warning:
-		s.opts.Recorder.Warning(ev.key, ev.reason, ev.message)
-	default:
-		s.opts.Recorder.Normal(ev.key, ev.reason, ev.message)
-	}
 }
 
 // Synced is closed once the first load of the directory has been declared.
@@ -264,12 +198,11 @@ func (s *Source) ConfirmEmpty(ctx context.Context) (bool, error) {
 
 // Status returns what the source sees now.
 func (s *Source) Status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	fs := s.feed.Status()
+	root := s.Root()
 	st := Status{
-		Dir: s.opts.Dir, Root: s.root, Missing: s.root == "",
-		Files: len(s.decl.files), Objects: len(s.decl.declared), Held: s.decl.held,
-		Errors: s.decl.errors(),
+		Dir: s.opts.Dir, Root: root, Missing: root == "",
+		Files: fs.Units, Objects: fs.Objects, Held: fs.Held, Errors: fs.Errors,
 	}
 	if st.Held {
 		st.HeldObjects = st.Objects
@@ -280,29 +213,15 @@ func (s *Source) Status() Status {
 // Lookup returns the file (inside the config dir) that declares key now,
 // and its object. The object is shared: treat it as read-only.
 func (s *Source) Lookup(key reconcile.Key) (file string, obj v1alpha1.Object, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.decl.declared[key]
-	if d == nil {
-		return "", nil, false
-	}
-	return d.File, d.Object, true
+	return s.feed.Lookup(key)
 }
 
 // KeysIn returns the keys of the objects file declares (its last good
 // version), in document order.
-func (s *Source) KeysIn(file string) []reconcile.Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.decl.keysIn(file)
-}
+func (s *Source) KeysIn(file string) []reconcile.Key { return s.feed.KeysIn(file) }
 
 // Keys returns the keys of kind that are declared now.
-func (s *Source) Keys(kind string) []reconcile.Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.decl.keys(kind)
-}
+func (s *Source) Keys(kind string) []reconcile.Key { return s.feed.Keys(kind) }
 
 // Root returns the directory the config dir leads to now, or "" while it
 // is missing.

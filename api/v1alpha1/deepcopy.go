@@ -253,6 +253,13 @@ func (in *HostStatus) DeepCopyInto(out *HostStatus) {
 	in.Status.DeepCopyInto(&out.Status)
 	out.Enforcement = slices.Clone(in.Enforcement)
 	out.Admission = copyPtr(in.Admission)
+	out.Workspaces = slices.Clone(in.Workspaces)
+	if in.NotReady != nil {
+		out.NotReady = make([]ObjectConditions, len(in.NotReady))
+		for i, o := range in.NotReady {
+			out.NotReady[i] = ObjectConditions{Kind: o.Kind, Name: o.Name, Conditions: slices.Clone(o.Conditions)}
+		}
+	}
 }
 
 // DeepCopyInto copies in into out, sharing nothing.

@@ -94,6 +94,34 @@ type HostStatus struct {
 	Enforcement []Enforcement `json:"enforcement,omitempty"`
 	// Admission is the admission authority's view, when it runs.
 	Admission *AdmissionStatus `json:"admission,omitempty"`
+	// Agents is the number of live agents on the host. Reported on the
+	// host's Host object in a Kubernetes API server.
+	Agents int64 `json:"agents,omitempty"`
+	// Workspaces counts the live agents of each workspace that has any,
+	// by name. Reported on the host's Host object in a Kubernetes API
+	// server.
+	Workspaces []WorkspaceAgents `json:"workspaces,omitempty"`
+	// NotReady are the host's objects that are not Ready, with their
+	// conditions, by kind and name; at most 100. Reported on the host's
+	// Host object in a Kubernetes API server.
+	NotReady []ObjectConditions `json:"notReady,omitempty"`
+}
+
+// WorkspaceAgents is how many agents of one workspace live on a host.
+type WorkspaceAgents struct {
+	// Workspace names the workspace.
+	Workspace string `json:"workspace"`
+	// Live is the number of its live agents.
+	Live int64 `json:"live"`
+}
+
+// ObjectConditions are the conditions of one object.
+type ObjectConditions struct {
+	// Kind and Name name the object.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Conditions are its conditions.
+	Conditions []Condition `json:"conditions"`
 }
 
 // AdmissionStatus is the admission authority's view of the host.

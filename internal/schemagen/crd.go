@@ -72,13 +72,22 @@ var printerColumns = map[string][]printerColumn{
 		{name: "Root", jsonPath: ".spec.root", wide: true},
 		{name: "Reason", jsonPath: readyCondition + ".message", wide: true, description: "Why the workspace is not Ready."},
 	},
+	// In a fleet, `kubectl get hosts` is the fleet at a glance: whether
+	// each host is Ready, what it can give, what it admits against and
+	// holds, its agents and its pressure.
 	v1alpha1.KindHost: {
+		{name: "Ready", jsonPath: readyCondition + ".status", description: "Whether the host's capacity is known."},
 		{name: "CPU", jsonPath: ".status.capacity.cpu_milli"},
 		{name: "Memory", jsonPath: ".status.capacity.memory_bytes"},
-		{name: "Tasks", jsonPath: ".status.capacity.tasks"},
-		{name: "Backend", jsonPath: ".status.backend"},
+		{name: "Target CPU", jsonPath: ".status.admission.target.cpu_milli", description: "The CPU admission reserves from now, in thousandths of a core."},
+		{name: "Committed CPU", jsonPath: ".status.admission.committed.cpu_milli", description: "The CPU charged attempts hold, in thousandths of a core."},
+		{name: "Agents", jsonPath: ".status.agents"},
+		{name: "Pressure", jsonPath: ".status.admission.pressure"},
 		ageColumn,
-		{name: "Pressure", jsonPath: ".status.admission.pressure", wide: true},
+		{name: "Tasks", jsonPath: ".status.capacity.tasks", wide: true},
+		{name: "Target Memory", jsonPath: ".status.admission.target.memory_bytes", wide: true, description: "The memory admission reserves from now, in bytes."},
+		{name: "Committed Memory", jsonPath: ".status.admission.committed.memory_bytes", wide: true, description: "The memory charged attempts hold, in bytes."},
+		{name: "Backend", jsonPath: ".status.backend", wide: true},
 	},
 	v1alpha1.KindConsumer: {
 		{name: "Consumer-ID", jsonPath: ".status.consumerID", description: "The consumer's id on DevGuard's wire."},

@@ -24,6 +24,10 @@ import (
 // the schemas and CRDs as manifests.
 const outDir = "manifests/.schema"
 
+// fleetCRDDir is where the CRDs go a second time, beside what a fleet
+// installs in its API server.
+const fleetCRDDir = "dist/kubernetes/crds"
+
 // Names of the generated files inside outDir.
 const (
 	combinedFile = "marshal.schema.json"
@@ -109,6 +113,8 @@ func (g *generator) generate(ctx context.Context) (files, error) {
 			return nil, fmt.Errorf("%s CRD: %w", kind, err)
 		}
 		out[path.Join(outDir, crdDir, crdFile(kind))] = data
+		// The same, where a fleet's operators take them from.
+		out[path.Join(fleetCRDDir, crdFile(kind))] = data
 	}
 	combined, err := combinedDocument(manifest)
 	if err != nil {

@@ -204,6 +204,13 @@ func (f *Feed) Status() FeedStatus {
 	return FeedStatus{Units: len(f.decl.files), Objects: len(f.decl.declared), Errors: f.decl.errors(), Held: f.decl.held}
 }
 
+// Units returns the names of the units the feed knows, sorted.
+func (f *Feed) Units() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sortedKeys(f.decl.files)
+}
+
 // Lookup returns the unit that declares key now, and its object. The
 // object is shared: treat it as read-only.
 func (f *Feed) Lookup(key reconcile.Key) (unit string, obj v1alpha1.Object, ok bool) {

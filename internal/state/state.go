@@ -29,13 +29,16 @@ const (
 	// Registrations maps an admission owner's name to the generation it
 	// registered last.
 	Registrations Bucket = "registrations"
+	// APILastGood maps an object of the Kubernetes API ("profile/NAME")
+	// to its last good version, as LastGood does a file.
+	APILastGood Bucket = "apilastgood"
 )
 
 var (
 	metaBucket   = []byte("meta")
 	schemaKey    = []byte("schema")
 	schemaValue  = []byte("marshal-state-v1")
-	knownBuckets = []Bucket{LastGood, Generations, Events, Registrations}
+	knownBuckets = []Bucket{LastGood, Generations, Events, Registrations, APILastGood}
 )
 
 // DB is the state database. Its methods are safe for concurrent use.

@@ -68,6 +68,7 @@ Stopping marshald never stops the agents it launched.`,
 	// Hidden: a DevGuard client expects the authority to keep DevGuard's
 	// bound, which hello states whatever this is.
 	_ = f.MarkHidden("devguard-frame-deadline")
+	kubernetesFlags(f, &cfg)
 	f.StringVar(&cfg.Pressure, "pressure", cfg.Pressure, "where admission's pressure level comes from: host (PSI, available memory, the state disk) or off (the whole work capacity, always)")
 	f.StringVar(&cfg.EgressAddress, "egress-address", cfg.EgressAddress, "the egress proxy's loopback address, or off; keep it stable: running agents keep the address they were given")
 	f.StringVar(&cfg.EgressSocket, "egress-socket", "", "the egress proxy's unix socket, or off (default: marshal-egress.sock beside --socket)")

@@ -61,6 +61,10 @@ type Config struct {
 	// host's PSI, MemAvailable and the state disk) or off (always
 	// normal: the target is the whole work capacity).
 	Pressure string
+	// Source is where manifests come from: dir (ConfigDir, the default)
+	// or kubernetes (an API server, as Kubernetes says).
+	Source     string
+	Kubernetes KubernetesConfig
 	// EgressAddress is the egress proxy's TCP loopback address, or
 	// EgressOff; DefaultEgressAddress by default.
 	EgressAddress string
@@ -137,6 +141,9 @@ func (c Config) Validate() error {
 	case "", PressureHost, PressureOff:
 	default:
 		errs = append(errs, fmt.Errorf("--pressure %q: want host or off", c.Pressure))
+	}
+	if err := c.validateSource(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.CgroupRoot == "" || c.CgroupRoot[0] != '/' {
 		errs = append(errs, fmt.Errorf("--cgroup-root %q: want a path starting with /", c.CgroupRoot))

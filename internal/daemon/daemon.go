@@ -50,7 +50,9 @@ type Daemon struct {
 	stopper   *agentstop.Stopper
 	stores    *controllers.Stores
 	declarer  *declarer
-	source    *source.Source
+	source    manifestSource // dir, or kube's source
+	dir       *source.Source // the config dir's source; nil with --source kubernetes
+	kube      *kubernetes
 	manager   *controllers.Manager
 	server    *apiserver.Server
 	view      *view
@@ -132,10 +134,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if d.declarer, err = newDeclarer(d.stores, d.db, d.clock, log); err != nil {
 		return nil, fmt.Errorf("loading generations: %w", err)
 	}
-	d.source = source.New(source.Options{
-		Dir: cfg.ConfigDir, Sink: d.declarer, Store: d.db, Recorder: d.recorder,
-		Logger: log, Relist: cfg.Relist,
-	})
+	if cfg.Source == SourceKubernetes {
+		if err := d.openKubernetes(d.declarer); err != nil {
+			return nil, err
+		}
+	} else {
+		d.dir = source.New(source.Options{
+			Dir: cfg.ConfigDir, Sink: d.declarer, Store: d.db, Recorder: d.recorder,
+			Logger: log, Relist: cfg.Relist,
+		})
+		d.source = d.dir
+	}
 	// The controllers and the launcher need each other, at run time
 	// only: the controllers ask about launches while they reconcile, the
 	// launcher tells them when a launch changed. The controllers come
@@ -192,7 +201,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 // Run runs the daemon until ctx ends, then closes what New opened.
 func (d *Daemon) Run(ctx context.Context) error {
 	defer d.close()
-	d.log.Info("starting", "version", version.Get().String(), "mode", d.cfg.Mode, "config", d.cfg.ConfigDir, "state", d.cfg.StateDir,
+	d.log.Info("starting", "version", version.Get().String(), "mode", d.cfg.Mode, "config", d.manifestsFrom(), "state", d.cfg.StateDir,
 		"socket", d.cfg.Socket, "backend", d.backend.Name())
 	return d.run(ctx, d.ln)
 }
@@ -241,6 +250,9 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	wg.Go(func() { d.recordPressure(ctx) })
 	start("pressure", d.pressure.Run)
 	start("source", d.source.Start)
+	if d.kube != nil {
+		start("kubernetes", d.runKubernetes)
+	}
 	if d.metricsLn != nil {
 		start("metrics", func(ctx context.Context) error { return d.metrics.Serve(ctx, d.metricsLn) })
 	}
@@ -290,7 +302,7 @@ func (d *Daemon) notifyReady(ctx context.Context) {
 	d.ready.Store(true)
 	st := d.source.Status()
 	d.log.Info("ready", "objects", st.Objects, "files", st.Files)
-	sddaemon.SdNotify(false, sddaemon.SdNotifyReady+"\nSTATUS="+fmt.Sprintf("%d objects from %s", st.Objects, d.cfg.ConfigDir))
+	sddaemon.SdNotify(false, sddaemon.SdNotifyReady+"\nSTATUS="+fmt.Sprintf("%d objects from %s", st.Objects, d.manifestsFrom()))
 	interval, err := sddaemon.SdWatchdogEnabled(false)
 	if err != nil || interval <= 0 {
 		return

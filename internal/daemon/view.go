@@ -192,7 +192,7 @@ func (v *view) Apply(ctx context.Context, req localapi.ApplyRequest) (localapi.A
 		if err != nil {
 			return res, err
 		}
-		if res, err = applier.Apply(ctx, root, v.d.source, req); err != nil {
+		if res, err = applier.Apply(ctx, root, v.d.dir, req); err != nil {
 			return res, refusedOutside(err)
 		}
 	}
@@ -213,7 +213,7 @@ func (v *view) Delete(ctx context.Context, req localapi.DeleteRequest) (localapi
 	if err != nil {
 		return localapi.DeleteResult{}, err
 	}
-	res, err := applier.Delete(ctx, root, v.d.source, req)
+	res, err := applier.Delete(ctx, root, v.d.dir, req)
 	return res, refusedOutside(err)
 }
 
@@ -229,7 +229,10 @@ func refusedOutside(err error) error {
 
 // configRoot is where apply writes: the config dir as it resolves now.
 func (v *view) configRoot() (string, error) {
-	if root := v.d.source.Root(); root != "" {
+	if v.d.dir == nil {
+		return "", v.d.errFromKubernetes()
+	}
+	if root := v.d.dir.Root(); root != "" {
 		return root, nil
 	}
 	return "", fmt.Errorf("config dir %s does not exist: %w", v.d.cfg.ConfigDir, apiserver.ErrUnavailable)

@@ -144,7 +144,14 @@ func (d *Daemon) runKubernetes(ctx context.Context) error {
 	})
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
-	wg.Go(func() { errs[0] = status.Start(ctx) })
+	wg.Go(func() {
+		// Before the first list, there is no Host to write to yet.
+		select {
+		case <-k.source.Synced():
+			errs[0] = status.Start(ctx)
+		case <-ctx.Done():
+		}
+	})
 	wg.Go(func() { errs[1] = heartbeat.Start(ctx) })
 	wg.Go(func() { errs[2] = events.Start(ctx) })
 	wg.Go(func() { d.followStatus(ctx, status.Changed) })

@@ -23,52 +23,17 @@ import (
 	"github.com/marshal-dev/marshal/internal/testutil/kubetest"
 )
 
-var (
-	apiOnce   sync.Once
-	apiServer *kubetest.Server
-	apiErr    error
-	apiDir    string
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if apiServer != nil {
-		apiServer.Stop()
-	}
-	if apiDir != "" {
-		os.RemoveAll(apiDir)
-	}
+	kubetest.StopShared()
 	os.Exit(code)
 }
 
-// realAPI returns a shared real API server with marshal's CRDs, or skips
-// without the binaries (fails when CI names them).
+// realAPI returns the shared real API server with marshal's CRDs.
 func realAPI(t *testing.T) (*kubetest.Server, dynamic.Interface) {
 	t.Helper()
-	if _, _, err := kubetest.Binaries(); err != nil {
-		if os.Getenv(kubetest.EnvAPIServer) != "" {
-			t.Fatalf("kube-apiserver or etcd: %v", err)
-		}
-		t.Skipf("needs kube-apiserver and etcd (.ci/run builds and installs them): %v", err)
-	}
-	apiOnce.Do(func() {
-		if apiDir, apiErr = os.MkdirTemp("", "marshal-fleet-"); apiErr != nil {
-			return
-		}
-		if apiServer, apiErr = kubetest.Start(apiDir); apiErr != nil {
-			return
-		}
-		files, _ := filepath.Glob("../../dist/kubernetes/crds/*.yaml")
-		apiErr = apiServer.Apply(context.Background(), files...)
-	})
-	if apiErr != nil {
-		t.Fatal(apiErr)
-	}
-	client, err := apiServer.AdminClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return apiServer, client
+	files, _ := filepath.Glob("../../dist/kubernetes/crds/*.yaml")
+	return kubetest.Shared(t, files...)
 }
 
 // run starts s until the test ends, and waits until it is synced.

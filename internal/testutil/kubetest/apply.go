@@ -26,11 +26,11 @@ var resources = map[schema.GroupKind]struct {
 	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: {"customresourcedefinitions", false},
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         {"clusterroles", false},
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  {"clusterrolebindings", false},
-	{Group: "", Kind: "Namespace"}:                                     {"namespaces", false},
-	{Group: "marshal.dev", Kind: "Profile"}:                            {"profiles", false},
-	{Group: "marshal.dev", Kind: "Workspace"}:                          {"workspaces", false},
-	{Group: "marshal.dev", Kind: "Host"}:                               {"hosts", false},
-	{Group: "marshal.dev", Kind: "Consumer"}:                           {"consumers", false},
+	{Group: "", Kind: "Namespace"}:                                    {"namespaces", false},
+	{Group: "marshal.dev", Kind: "Profile"}:                           {"profiles", false},
+	{Group: "marshal.dev", Kind: "Workspace"}:                         {"workspaces", false},
+	{Group: "marshal.dev", Kind: "Host"}:                              {"hosts", false},
+	{Group: "marshal.dev", Kind: "Consumer"}:                          {"consumers", false},
 }
 
 // Resource returns the resource of an object of kind in group.

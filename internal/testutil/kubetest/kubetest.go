@@ -221,6 +221,8 @@ func (s *Server) StartAPIServer() error {
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
 		"--disable-admission-plugins", "ServiceAccount",
+		// Loopback cannot be advertised as the kubernetes Service's endpoint.
+		"--endpoint-reconciler-type", "none",
 	)
 	if err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)

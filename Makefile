@@ -35,6 +35,14 @@ build: ## build marshald, marshalctl (the front and marshalctl-cli), marshal-net
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl ./cmd/marshalctl/marshalctl-cli ./cmd/marshal-devguard-launch
 	CGO_ENABLED=1 $(GO) build $(NETNS_FLAGS) -o $(BIN)/ ./cmd/marshal-netns
 
+# The end-to-end tests against a Kubernetes API server run a real
+# kube-apiserver, built from the k8s.io/kubernetes module pinned in
+# tools/go.mod (a module of its own, so that marshal's never requires it).
+# The first build takes minutes; Go's build cache makes the next ones fast.
+.PHONY: kube-apiserver
+kube-apiserver: ## build bin/kube-apiserver (pinned in tools/go.mod) for the tests against a Kubernetes API server
+	cd tools && $(GO) build -o $(abspath $(BIN))/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+
 .PHONY: fmt-check
 fmt-check: ## fail when a Go file is not gofmt-formatted
 	@out=$$(gofmt -l .); \

@@ -266,22 +266,8 @@ func TestStoppingLeavesAgentsRunning(t *testing.T) {
 	profiles := d.watch("profiles")
 	profiles.until(t, "coder", "ready", func(o map[string]any) bool { return conditionIs(o, "Ready", "True") })
 
-	// An agent as a launch leaves it: a process in its scope.
-	name := scope.ScopeName("coder", scope.NewID())
-	dir := d.tree.V2("marshal", "marshal.slice", scope.SliceName("coder"), name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	agent := exec.Command("sleep", "1000")
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { agent.Process.Kill(); agent.Wait() }()
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(agent.Process.Pid)), 0); err != nil {
-		t.Fatal(err)
-	}
-	agents := d.watch("agents")
-	agents.until(t, name, "seen", func(o map[string]any) bool { return field(o, "status", "populated") == true })
+	name, dir, agent := d.startAgent("coder")
+	d.watch("agents").until(t, name, "seen", func(o map[string]any) bool { return field(o, "status", "populated") == true })
 
 	d.stop()
 	if err := agent.Process.Signal(syscall.Signal(0)); err != nil {
@@ -291,8 +277,29 @@ func TestStoppingLeavesAgentsRunning(t *testing.T) {
 		t.Fatalf("the agent's scope went with marshald: %v", err)
 	}
 	d.start()
-	agents = d.watch("agents")
-	agents.until(t, name, "seen again after restart", func(o map[string]any) bool {
+	d.watch("agents").until(t, name, "seen again after restart", func(o map[string]any) bool {
 		return field(o, "status", "populated") == true && field(o, "status", "profile") == "coder"
 	})
+}
+
+// startAgent starts an agent of profile as a launch leaves it: a process
+// in its scope, killed when the test ends. It returns the scope's name
+// and directory.
+func (d *daemon) startAgent(profile string) (name, dir string, agent *exec.Cmd) {
+	t := d.t
+	t.Helper()
+	name = scope.ScopeName(profile, scope.NewID())
+	dir = d.tree.V2("marshal", "marshal.slice", scope.SliceName(profile), name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	agent = exec.Command("sleep", "1000")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(agent.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	return name, dir, agent
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/testutil"
+	"github.com/marshal-dev/marshal/internal/testutil/kubetest"
 )
 
 // bin holds the binaries built once for the package.
@@ -48,6 +49,7 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
+	defer kubetest.StopShared()
 	args := []string{"build", "-o", dir + "/"}
 	if raceEnabled {
 		args = append(args, "-race")

@@ -66,6 +66,10 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 
 	checks = append(checks, d.admissionCheck(), d.netnsCheck(ctx))
 
+	if d.kube != nil {
+		rep.Checks = append(checks, d.kubernetesCheck())
+		return rep
+	}
 	st := d.source.Status()
 	c := localapi.Check{Name: "config dir", OK: !st.Missing && len(st.Errors) == 0 && !st.Held}
 	switch {

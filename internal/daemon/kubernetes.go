@@ -17,6 +17,7 @@ import (
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/fleet"
+	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -250,4 +251,28 @@ func (d *Daemon) kubernetesServer() string {
 func (d *Daemon) errFromKubernetes() error {
 	return fmt.Errorf("%w: marshald takes its manifests from the Kubernetes API at %s: change them there, with kubectl",
 		apiserver.ErrConflict, d.kubernetesServer())
+}
+
+// kubernetesCheck says whether the API server answers and what this host
+// takes from it.
+func (d *Daemon) kubernetesCheck() localapi.Check {
+	st := d.source.Status()
+	reachable, failure := d.kube.source.Reachable()
+	c := localapi.Check{Name: "kubernetes", OK: reachable && len(st.Errors) == 0 && !st.Held}
+	switch {
+	case !reachable && failure != "":
+		c.Detail = fmt.Sprintf("%s cannot be reached (%s); %d objects are kept from the last good state", st.Dir, failure, st.Objects)
+		c.Fix = "check the API server and --kubeconfig"
+	case !reachable:
+		c.Detail, c.Fix = st.Dir+" has not answered yet", "check the API server and --kubeconfig"
+	case st.Held:
+		c.Detail = fmt.Sprintf("a list of %s came back empty; %d objects are held", st.Dir, st.HeldObjects)
+		c.Fix = "restore the objects, or confirm with marshalctl apply --allow-empty"
+	case len(st.Errors) > 0:
+		c.Detail = fmt.Sprintf("%d objects do not load, first: %s", len(st.Errors), st.Errors[0].Error())
+		c.Fix = "fix them in the API (kubectl edit)"
+	default:
+		c.Detail = fmt.Sprintf("%s: %d objects for host %s", st.Dir, st.Objects, d.kube.hostName)
+	}
+	return c
 }

@@ -55,6 +55,15 @@ tar -c --exclude=./.git --exclude=./bin --exclude=./.marshal . | tar -x -C "$wor
 if [ -x "$staticcheck" ]; then
 	cp "$staticcheck" "$work/gopath/bin/"
 fi
+# The tests against a Kubernetes API server run the kube-apiserver and
+# etcd that $MARSHAL_KUBE_APISERVER and $MARSHAL_ETCD name: a copy of the
+# first, which may sit where the user cannot read; the second as it is.
+# An empty one is as if unset.
+kubeapi=
+if [ -n "${MARSHAL_KUBE_APISERVER:-}" ]; then
+	kubeapi="$work/gopath/bin/kube-apiserver"
+	cp "$MARSHAL_KUBE_APISERVER" "$kubeapi"
+fi
 # The modules the build and the tests need, from root's module cache.
 (cd "$work/src" && GOMODCACHE="$work/gopath/pkg/mod" GOFLAGS=-modcacherw \
 	GOPROXY="file://$modcache/cache/download" GOSUMDB=off go mod download)
@@ -74,4 +83,6 @@ setpriv --reuid="$uid" --regid="$gid" --clear-groups \
 	GOFLAGS="-modcacherw -buildvcs=false" \
 	GOPROXY=off \
 	GOTOOLCHAIN=local \
+	MARSHAL_KUBE_APISERVER="$kubeapi" \
+	MARSHAL_ETCD="${MARSHAL_ETCD:-}" \
 	make -C "$work/src" "$target" "$@"

@@ -55,6 +55,9 @@ type harness struct {
 	wrap func(Authority) Authority
 	// network, when set before start, is the Launcher's Network.
 	network func(*v1alpha1.Workspace, uint32) (Network, error)
+	// consumers, when set, are served by the authority, again after
+	// every restart.
+	consumers []admission.Consumer
 	// self, when set before start, is the process the Launcher registers
 	// as, standing for the daemon; the test process by default.
 	self *exec.Cmd
@@ -179,6 +182,11 @@ func (h *harness) openAuthority() {
 	}
 	if err := a.SetPlan(h.caps); err != nil {
 		h.t.Fatal(err)
+	}
+	if h.consumers != nil {
+		if err := a.SetConsumers(h.consumers, ""); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -3,6 +3,9 @@
 package test
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/marshal-dev/marshal/internal/devguardwire/devguardtest"
@@ -99,4 +102,72 @@ func chargedPhase(p string) bool {
 		return true
 	}
 	return false
+}
+
+// A kill of marshald while a helper's program runs in its attempt's scope
+// loses nothing: the program goes on in the scope; the restarted marshald
+// answers the owner, registered again, with the attempt charged once,
+// suspect until evidence settles it, its scope and helper kept; and once
+// the program ends, the attempt is released on that evidence and nothing
+// is charged.
+func TestDevGuardKillWhileAHelpersProgramRunsLosesNothing(t *testing.T) {
+	g := startDevGuard(t)
+	a := dgAdmission("run-1")
+	c, in := g.session(t, "codespace-a")
+	if _, err := c.Admit(a); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := g.session(t, "codespace-a")
+	grant, err := s.BeginLaunch(a.Key)
+	if err != nil || grant.Permit == nil {
+		t.Fatalf("begin_launch = %+v, %v", grant, err)
+	}
+	stdin, hold, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	h := g.startHelper(t, "run-1", in.InstanceID, *grant.Permit, stdin, "/bin/sh", "-c", "read line; exit 3")
+	stdin.Close()
+	if lines := h.transcript(t); len(lines) != 1 || lines[0]["phase"] != "ready" {
+		t.Fatalf("transcript %v, want ready and then its end", lines)
+	}
+	s, _ = g.session(t, "codespace-a")
+	was, err := s.Lookup(a.Key)
+	if err != nil || was.Phase != "run_authorized" || was.Scope == nil {
+		t.Fatalf("after the launch = %+v, %v; want run_authorized in its scope", was, err)
+	}
+
+	g.kill()
+	g.start()
+	s, again := g.session(t, "codespace-a")
+	now, err := s.Lookup(a.Key)
+	switch {
+	case err != nil:
+		t.Fatalf("after a kill: lookup = %v, want the attempt", err)
+	case again != in || now.Owner != in || now.RequestFingerprint != was.RequestFingerprint:
+		t.Errorf("after a kill: owner %+v, fingerprint %s; want %+v, %s", now.Owner, now.RequestFingerprint, in, was.RequestFingerprint)
+	case now.Phase != "suspect" || now.Scope == nil || *now.Scope != *was.Scope || now.Reservation == nil:
+		t.Errorf("after a kill: %s in %+v; want suspect, charged, in its scope %+v", now.Phase, now.Scope, was.Scope)
+	}
+	if got, want := g.committed(), a.Intent.Requested; uint64(got["cpu_milli"].(float64)) != want.CPUMilli ||
+		uint64(got["memory_bytes"].(float64)) != want.MemoryBytes || uint64(got["tasks"].(float64)) != want.Tasks {
+		t.Errorf("after a kill: committed %v, want the attempt's %+v once", got, want)
+	}
+	if cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", h.cmd.Process.Pid)); err != nil || !strings.Contains(string(cg), was.Scope.ScopeID) {
+		t.Errorf("the program's cgroup after the kill = %q, %v; want its scope %s", cg, err, was.Scope.ScopeID)
+	}
+
+	hosts := g.watch("hosts")
+	hold.Close()
+	if code := h.wait(t); code != 3 {
+		t.Errorf("the program ended %d, want its own 3", code)
+	}
+	hosts.until(t, "local", "nothing charged", func(o map[string]any) bool {
+		return field(o, "status", "admission", "charged") == 0.0
+	})
+	s, _ = g.session(t, "codespace-a")
+	if r, err := s.Lookup(a.Key); err != nil || r.Phase != "released" || r.ReleaseReason == nil || *r.ReleaseReason != "scope_terminated" {
+		t.Errorf("after the program's end = %+v, %v; want released scope_terminated", r, err)
+	}
 }

@@ -69,7 +69,7 @@ func BenchmarkDevGuardSession(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times a daemon: run without -race")
 	}
-	g := startDevGuardWith(b, roomyDevGuard)
+	g := startDevGuardWith(b, roomyDevGuard, devguardsDeadline...)
 	if err := benchSession(g.sock, "codespace-bench", "warm"); err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func BenchmarkDevGuardAdmits32Sessions(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times a daemon: run without -race")
 	}
-	g := startDevGuardWith(b, roomyDevGuard)
+	g := startDevGuardWith(b, roomyDevGuard, devguardsDeadline...)
 	const sessions = 32
 	if err := benchSession(g.sock, "codespace-bench", "warm"); err != nil {
 		b.Fatal(err)

@@ -112,27 +112,18 @@ func chargedPhase(p string) bool {
 // is charged.
 func TestDevGuardKillWhileAHelpersProgramRunsLosesNothing(t *testing.T) {
 	g := startDevGuard(t)
-	a := dgAdmission("run-1")
-	c, in := g.session(t, "codespace-a")
-	if _, err := c.Admit(a); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := g.session(t, "codespace-a")
-	grant, err := s.BeginLaunch(a.Key)
-	if err != nil || grant.Permit == nil {
-		t.Fatalf("begin_launch = %+v, %v", grant, err)
-	}
+	a, in, permit := g.grant(t, "run-1")
 	stdin, hold, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hold.Close()
-	h := g.startHelper(t, "run-1", in.InstanceID, *grant.Permit, stdin, "/bin/sh", "-c", "read line; exit 3")
+	h := g.startHelper(t, "run-1", in.InstanceID, permit, stdin, "/bin/sh", "-c", "read line; exit 3")
 	stdin.Close()
 	if lines := h.transcript(t); len(lines) != 1 || lines[0]["phase"] != "ready" {
 		t.Fatalf("transcript %v, want ready and then its end", lines)
 	}
-	s, _ = g.session(t, "codespace-a")
+	s, _ := g.session(t, "codespace-a")
 	was, err := s.Lookup(a.Key)
 	if err != nil || was.Phase != "run_authorized" || was.Scope == nil {
 		t.Fatalf("after the launch = %+v, %v; want run_authorized in its scope", was, err)

@@ -93,24 +93,29 @@ type dgDaemon struct {
 
 // startDevGuard starts marshald with the DevGuard socket on the
 // manifests, and waits until both consumers can authenticate and the
-// authority can decide. Its sessions wait for each frame as long as a
-// test waits for any event, not DevGuard's 250 ms (hello states 250 ms
-// all the same): on a busy machine a test's session must not end while
-// the test is descheduled between two requests. Only
-// TestDevGuardClosesAnIdleSession is of the 250 ms.
+// authority can decide.
 func startDevGuard(t testing.TB) *dgDaemon {
 	t.Helper()
-	return startDevGuardWith(t, func(m string) string { return m }, "--devguard-frame-deadline", testutil.Deadline.String())
+	return startDevGuardWith(t, func(m string) string { return m })
 }
 
+// devguardsDeadline, passed to startDevGuardWith, keeps DevGuard's 250 ms
+// on marshald's frames: for the test of it, and for benchmarks, which
+// count the sessions a busy machine makes miss it.
+var devguardsDeadline = []string{"--devguard-frame-deadline", devguardtest.FrameDeadline.String()}
+
 // startDevGuardWith starts marshald on devguardManifests as edit changes
-// them, with args, and waits as startDevGuard does. Without
-// --devguard-frame-deadline in args, sessions keep DevGuard's 250 ms.
+// them, with args, and waits as startDevGuard does. Its sessions wait for
+// each frame as long as a test waits for any event, not DevGuard's 250 ms
+// (hello states 250 ms all the same): on a busy machine a test's session
+// must not end while the test is descheduled between two requests.
+// devguardsDeadline in args keeps the 250 ms.
 func startDevGuardWith(t testing.TB, edit func(string) string, args ...string) *dgDaemon {
 	t.Helper()
 	testutil.RequireRoot(t)
 	d := newDaemon(t)
 	d.write("all.yaml", edit(devguardManifests()))
+	args = append([]string{"--devguard-frame-deadline", testutil.Deadline.String()}, args...)
 	g := &dgDaemon{daemon: d, sock: filepath.Join(filepath.Dir(d.socket), "devguard", "authority.sock"), args: args}
 	g.start()
 	return g
@@ -157,6 +162,24 @@ func (g *dgDaemon) session(t testing.TB, instance string) (*devguardtest.Client,
 		t.Fatalf("register %s: %v", instance, err)
 	}
 	return c, in
+}
+
+// grant admits attempt id for instance codespace-a and begins its launch,
+// each in a session of its own, as CodeSpace does: the admission, the
+// instance and the permit the owner hands its helper.
+func (g *dgDaemon) grant(t testing.TB, id string) (devguardtest.Admission, devguardtest.Instance, string) {
+	t.Helper()
+	a := dgAdmission(id)
+	c, in := g.session(t, "codespace-a")
+	if _, err := c.Admit(a); err != nil {
+		t.Fatalf("admit %s: %v", id, err)
+	}
+	s, _ := g.session(t, "codespace-a")
+	gr, err := s.BeginLaunch(a.Key)
+	if err != nil || gr.Permit == nil || gr.Attempt.Phase != "launch_committed" {
+		t.Fatalf("begin_launch %s = %+v, %v; want launch_committed with a permit", id, gr, err)
+	}
+	return a, in, *gr.Permit
 }
 
 // codeOf returns the wire code of err, "" when it is not an error answer.

@@ -220,7 +220,7 @@ func TestDevGuardThirtyThirdSessionIsClosed(t *testing.T) {
 // unanswered, once 250 ms have passed since it was accepted, and not
 // before: the deadline covers the idle wait.
 func TestDevGuardClosesAnIdleSession(t *testing.T) {
-	g := startDevGuardWith(t, func(m string) string { return m })
+	g := startDevGuardWith(t, func(m string) string { return m }, devguardsDeadline...)
 	// Taken before the connection exists, so before marshald accepts it
 	// and starts its deadline: however late either side runs, the close
 	// comes 250 ms after this at the earliest.
@@ -525,17 +525,8 @@ func TestDevGuardLaunchRunsTheProgramInItsScope(t *testing.T) {
 // may_exec once: a replay never execs.
 func TestDevGuardMayExecOnlyOnce(t *testing.T) {
 	g := startDevGuard(t)
-	a := dgAdmission("twice")
-	c, in := g.session(t, "codespace-a")
-	if _, err := c.Admit(a); err != nil {
-		t.Fatal(err)
-	}
-	s, _ := g.session(t, "codespace-a")
-	grant, err := s.BeginLaunch(a.Key)
-	if err != nil || grant.Permit == nil {
-		t.Fatal(grant, err)
-	}
-	got := child(t, "present", g.sock, "twice", in.InstanceID, *grant.Permit, "2")
+	_, in, permit := g.grant(t, "twice")
+	got := child(t, "present", g.sock, "twice", in.InstanceID, permit, "2")
 	lines := strings.Split(got, "\n")
 	if len(lines) < 2 || lines[0] != "may_exec=true phase=run_authorized" || lines[1] != "may_exec=false phase=run_authorized" {
 		t.Fatalf("two presentations = %q, want may_exec true, then false", got)
@@ -550,17 +541,8 @@ func TestDevGuardMayExecOnlyOnce(t *testing.T) {
 func TestDevGuardHelperRefusalsAndExitCodes(t *testing.T) {
 	g := startDevGuard(t)
 	grant := func(id string) (devguardtest.Key, string, string) {
-		a := dgAdmission(id)
-		c, in := g.session(t, "codespace-a")
-		if _, err := c.Admit(a); err != nil {
-			t.Fatal(err)
-		}
-		s, _ := g.session(t, "codespace-a")
-		gr, err := s.BeginLaunch(a.Key)
-		if err != nil || gr.Permit == nil {
-			t.Fatal(gr, err)
-		}
-		return a.Key, in.InstanceID, *gr.Permit
+		a, in, permit := g.grant(t, id)
+		return a.Key, in.InstanceID, permit
 	}
 	k, inst, permit := grant("missing")
 	h := g.startHelper(t, k.AttemptID, inst, permit, nil, "/nonexistent/program")

@@ -72,6 +72,29 @@ func (h *harness) present(p admission.Principal, key admission.AttemptKey, permi
 	return h.l.LaunchHelper(h.t.Context(), HelperLaunch{Owner: p, Key: key, Permit: permit, Helper: proc})
 }
 
+// helperHarness is a harness that serves helperConsumer, with its
+// Launcher started and this test process registered as the owner.
+func helperHarness(t *testing.T) (*harness, admission.Principal) {
+	t.Helper()
+	h := newHarness(t)
+	h.serveConsumer()
+	h.start()
+	return h, h.owner()
+}
+
+// launchHelper grants attempt id to owner p and has a new helper present
+// it, and fails the test unless the helper may exec.
+func (h *harness) launchHelper(p admission.Principal, id string) (admission.AttemptKey, admission.Permit, *caller, admission.Run) {
+	h.t.Helper()
+	key, permit := h.grant(p, id)
+	c, proc := h.caller()
+	run, err := h.present(p, key, permit, proc)
+	if err != nil || !run.MayExec {
+		h.t.Fatalf("LaunchHelper(%s) = %+v, %v; want may exec", id, run, err)
+	}
+	return key, permit, c, run
+}
+
 // lookupAs is the attempt of key as owner p looks it up.
 func (h *harness) lookupAs(p admission.Principal, key admission.AttemptKey) admission.Record {
 	h.t.Helper()
@@ -90,17 +113,9 @@ func (h *harness) lookupAs(p admission.Principal, key admission.AttemptKey) admi
 // Once the helper's program ends, the attempt is released on that
 // evidence and nothing is left.
 func TestLaunchHelperMovesTheHelperIntoItsScope(t *testing.T) {
-	h := newHarness(t)
-	h.serveConsumer()
-	h.start()
-	p := h.owner()
-	key, permit := h.grant(p, "run-1")
+	h, p := helperHarness(t)
+	key, permit, c, run := h.launchHelper(p, "run-1")
 	id := key.ID()
-	c, proc := h.caller()
-	run, err := h.present(p, key, permit, proc)
-	if err != nil || !run.MayExec {
-		t.Fatalf("LaunchHelper = %+v, %v; want may exec", run, err)
-	}
 	r := run.Record
 	want := scope.ScopeName("coder", id)
 	if r.Phase != admission.PhaseRunAuthorized || r.Scope != want || r.Root == nil || r.Root.PID != c.cmd.Process.Pid {
@@ -153,10 +168,7 @@ func TestLaunchHelperMovesTheHelperIntoItsScope(t *testing.T) {
 // scope, the grant still committed, and the owner's own helper launches
 // it after.
 func TestLaunchHelperRefusalsClaimNothing(t *testing.T) {
-	h := newHarness(t)
-	h.serveConsumer()
-	h.start()
-	p := h.owner()
+	h, p := helperHarness(t)
 	key, permit := h.grant(p, "refused")
 	_, otherPermit := h.grant(p, "other")
 	notBegun := admission.AttemptKey{ConsumerID: helperConsumer.ID, ConsumerGeneration: helperConsumer.Generation, AttemptID: "not-begun"}
@@ -330,16 +342,9 @@ func (h *harness) putHelper(key admission.AttemptKey, proc *Process) {
 // attempt becomes suspect with its tracking lost, still charged, where
 // DevGuard's observation that fails leaves it too.
 func TestObserveOfAScopeLostIsSuspect(t *testing.T) {
-	h := newHarness(t)
-	h.serveConsumer()
-	h.start()
-	p := h.owner()
-	key, permit := h.grant(p, "lost")
+	h, p := helperHarness(t)
+	key, _, c, _ := h.launchHelper(p, "lost")
 	id := key.ID()
-	c, proc := h.caller()
-	if run, err := h.present(p, key, permit, proc); err != nil || !run.MayExec {
-		t.Fatalf("LaunchHelper = %+v, %v", run, err)
-	}
 	if err := h.l.Observe(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}

@@ -223,17 +223,15 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
-	// The generations are written until every component, the source
-	// among them, has ended, and exact then.
+	// The generations and the events are written until every component,
+	// the source among them, has ended, and exact then.
 	writing, stopWriting := context.WithCancel(context.WithoutCancel(parent))
-	written := make(chan struct{})
-	go func() {
-		defer close(written)
-		d.declarer.run(writing)
-	}()
+	var writers sync.WaitGroup
+	writers.Go(func() { d.declarer.run(writing) })
+	writers.Go(func() { d.recorder.Run(writing) })
 	defer func() {
 		stopWriting()
-		<-written
+		writers.Wait()
 	}()
 	start := func(name string, fn func(context.Context) error) {
 		wg.Go(func() {

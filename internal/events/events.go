@@ -1,7 +1,7 @@
 package events
 
 import (
-	"encoding/binary"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"sync"
@@ -18,8 +18,8 @@ const DefaultKeep = 1000
 
 // Store persists events. *state.DB is one.
 type Store interface {
-	Append(b state.Bucket, value []byte, keep int) (uint64, error)
-	Write(b state.Bucket, puts map[string][]byte) error
+	WriteSeq(b state.Bucket, puts map[uint64][]byte, keep int) error
+	Sequence(b state.Bucket) (uint64, error)
 	ForEachSeq(b state.Bucket, fn func(seq uint64, value []byte) error) error
 }
 
@@ -38,10 +38,19 @@ type dedupKey struct {
 	message string
 }
 
-// Recorder records events. It is safe for concurrent use.
+// Recorder records events. It is safe for concurrent use. An event is
+// seen (List) as soon as it is recorded; Run writes it to the store in
+// the background, so that recording one never waits for the disk: a
+// launch that is told as it starts is not slowed by its telling. A crash
+// may lose the events of its last moments, never reorder them.
 type Recorder struct {
 	opts Options
 	log  *slog.Logger
+	wake chan struct{}
+
+	// writing serializes the writes to the store, so that they reach it
+	// in the order they were recorded. It is taken before mu.
+	writing sync.Mutex
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -49,6 +58,12 @@ type Recorder struct {
 	byKey   map[dedupKey]*v1alpha1.Event
 	seq     uint64
 	changed chan struct{} // closed and replaced whenever an event is recorded
+	// pending is what the store is still to be told, by Seq: an event,
+	// or nil for one a repeat replaced.
+	pending map[uint64][]byte
+	// stopped is set once Run has ended: from then on each event is
+	// written before its recording returns.
+	stopped bool
 }
 
 // New returns a Recorder holding the events persisted in opts.Store.
@@ -63,9 +78,14 @@ func New(opts Options) (*Recorder, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Recorder{opts: opts, log: log, byKey: map[dedupKey]*v1alpha1.Event{}, changed: make(chan struct{})}
+	r := &Recorder{opts: opts, log: log, wake: make(chan struct{}, 1), byKey: map[dedupKey]*v1alpha1.Event{}, changed: make(chan struct{})}
 	if opts.Store != nil {
-		err := opts.Store.ForEachSeq(state.Events, func(seq uint64, v []byte) error {
+		seq, err := opts.Store.Sequence(state.Events)
+		if err != nil {
+			return nil, err
+		}
+		r.seq = seq
+		err = opts.Store.ForEachSeq(state.Events, func(seq uint64, v []byte) error {
 			var e v1alpha1.Event
 			if json.Unmarshal(v, &e) != nil {
 				return nil
@@ -124,6 +144,19 @@ func (r *Recorder) record(typ v1alpha1.EventType, obj reconcile.Key, reason, mes
 	if n <= 0 {
 		return
 	}
+	if r.add1(typ, obj, reason, message, n) {
+		r.flush()
+	}
+	if typ == v1alpha1.EventWarning {
+		r.log.Warn(message, "object", obj.String(), "reason", reason)
+	} else {
+		r.log.Info(message, "object", obj.String(), "reason", reason)
+	}
+}
+
+// add1 records one event in memory and hands it to the writer; it
+// reports whether the caller must write it, Run not running.
+func (r *Recorder) add1(typ v1alpha1.EventType, obj reconcile.Key, reason, message string, n int64) (flush bool) {
 	now := r.opts.Clock.Now().UTC()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,24 +169,69 @@ func (r *Recorder) record(typ v1alpha1.EventType, obj reconcile.Key, reason, mes
 		e.Count, e.FirstSeen = old.Count+n, old.FirstSeen
 		r.remove(old)
 	}
-	if r.opts.Store != nil {
-		data, _ := json.Marshal(e)
-		seq, err := r.opts.Store.Append(state.Events, data, r.opts.Keep)
-		if err != nil {
-			r.log.Error("persisting event", "err", err)
-			seq = r.seq + 1
-		}
-		e.Seq = seq
-	} else {
-		e.Seq = r.seq + 1
-	}
+	e.Seq = r.seq + 1
 	r.add(e)
 	close(r.changed)
 	r.changed = make(chan struct{})
-	if typ == v1alpha1.EventWarning {
-		r.log.Warn(message, "object", obj.String(), "reason", reason)
-	} else {
-		r.log.Info(message, "object", obj.String(), "reason", reason)
+	if r.opts.Store == nil {
+		return false
+	}
+	data, _ := json.Marshal(e)
+	r.pend(e.Seq, data)
+	if r.stopped {
+		return true
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return false
+}
+
+// pend hands the store's entry seq to the writer. The caller holds r.mu.
+func (r *Recorder) pend(seq uint64, data []byte) {
+	if r.pending == nil {
+		r.pending = map[uint64][]byte{}
+	}
+	r.pending[seq] = data
+}
+
+// Run writes recorded events to the store, those recorded before it
+// began first, until ctx ends, and then what is still pending. Events
+// recorded after it has ended are written before their recording
+// returns. Without Run, a Recorder with a Store persists nothing.
+func (r *Recorder) Run(ctx context.Context) {
+	defer func() {
+		r.mu.Lock()
+		r.stopped = true
+		r.mu.Unlock()
+		r.flush()
+	}()
+	r.flush()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+			r.flush()
+		}
+	}
+}
+
+// flush writes what is pending in one transaction: a burst of events
+// costs one commit.
+func (r *Recorder) flush() {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	if len(batch) == 0 || r.opts.Store == nil {
+		return
+	}
+	if err := r.opts.Store.WriteSeq(state.Events, batch, r.opts.Keep); err != nil {
+		r.log.Error("persisting events", "events", len(batch), "err", err)
 	}
 }
 
@@ -167,7 +245,7 @@ func (r *Recorder) remove(e *v1alpha1.Event) {
 	}
 	delete(r.byKey, keyOf(e))
 	if r.opts.Store != nil {
-		r.opts.Store.Write(state.Events, map[string][]byte{string(binary.BigEndian.AppendUint64(nil, e.Seq)): nil})
+		r.pend(e.Seq, nil)
 	}
 }
 

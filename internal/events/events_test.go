@@ -1,6 +1,8 @@
 package events
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +16,18 @@ import (
 
 var coder = reconcile.Key{Kind: "Profile", Name: "coder"}
 
+// running runs r.Run until the returned stop, which returns once Run has
+// written everything.
+func running(r *Recorder) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	return func() { cancel(); <-done }
+}
+
 func TestRepeatsAreCountedAndPersisted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := state.Open(path)
@@ -25,6 +39,7 @@ func TestRepeatsAreCountedAndPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stop := running(r)
 	r.Warning(coder, "Invalid", "x.yaml:3: bad")
 	clk.SetTime(time.Unix(1010, 0))
 	r.Normal(coder, "Ready", "slice ensured")
@@ -34,6 +49,7 @@ func TestRepeatsAreCountedAndPersisted(t *testing.T) {
 	if len(got) != 2 || got[1].Reason != "Invalid" || got[1].Count != 2 || !got[1].FirstSeen.Equal(time.Unix(1000, 0)) {
 		t.Fatalf("events = %+v, want Ready then Invalid counted twice since t=1000", got)
 	}
+	stop()
 	db.Close()
 
 	db, err = state.Open(path)
@@ -89,5 +105,88 @@ func TestWarningNCountsABurstAtOnce(t *testing.T) {
 	got, _ := r.List(ws, 0)
 	if len(got) != 1 || got[0].Count != 6 || got[0].Type != v1alpha1.EventWarning || !got[0].FirstSeen.Equal(time.Unix(1000, 0)) {
 		t.Fatalf("events = %+v, want one Warning counted 6 times since t=1000", got)
+	}
+}
+
+// stalledStore is a state database whose disk stalls: each WriteSeq
+// waits until release is closed.
+type stalledStore struct {
+	*state.DB
+	writing chan struct{} // receives when a write begins
+	release chan struct{}
+}
+
+func (s *stalledStore) WriteSeq(b state.Bucket, puts map[uint64][]byte, keep int) error {
+	s.writing <- struct{}{}
+	<-s.release
+	return s.DB.WriteSeq(b, puts, keep)
+}
+
+// While Run runs, recording an event never waits for the disk; the
+// events reach it in order, and all of them once Run ends.
+func TestRunWritesInTheBackground(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := state.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &stalledStore{DB: db, writing: make(chan struct{}, 16), release: make(chan struct{})}
+	r, err := New(Options{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An event recorded before Run is written when it begins, and stalls.
+	r.Normal(coder, "A", "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		r.Run(ctx)
+	}()
+	select {
+	case <-store.writing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not begin writing the first event")
+	}
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		r.Normal(coder, "B", "b")
+		r.Warning(coder, "C", "c")
+		r.Normal(coder, "A", "a") // a repeat: moves A to the end
+	}()
+	select {
+	case <-recorded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("recording waited for the stalled disk")
+	}
+	if got, _ := r.List(reconcile.Key{}, 0); len(got) != 3 || got[2].Reason != "A" || got[2].Count != 2 {
+		t.Fatalf("listed while the disk stalls = %+v, want B C A(2)", got)
+	}
+	close(store.release)
+	cancel()
+	<-ran
+	db.Close()
+
+	db, err = state.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r2, err := New(Options{Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := r2.List(reconcile.Key{}, 0)
+	var reasons []string
+	for _, e := range got {
+		reasons = append(reasons, fmt.Sprintf("%s%d@%d", e.Reason, e.Count, e.Seq))
+	}
+	if fmt.Sprint(reasons) != "[B1@2 C1@3 A2@4]" {
+		t.Errorf("persisted = %v, want [B1@2 C1@3 A2@4]", reasons)
+	}
+	r2.Normal(coder, "D", "d")
+	if last, _ := r2.List(reconcile.Key{}, 4); len(last) != 1 || last[0].Seq != 5 {
+		t.Errorf("after reopen = %+v, want D at seq 5", last)
 	}
 }

@@ -145,42 +145,52 @@ func (d *DB) ForEach(b Bucket, fn func(key string, value []byte) error) error {
 	})
 }
 
-// Append stores value under the next sequence number of b and deletes the
-// oldest entries beyond keep. It returns the sequence number.
-func (d *DB) Append(b Bucket, value []byte, keep int) (uint64, error) {
-	var seq uint64
-	err := d.db.Update(func(tx *bolt.Tx) error {
+// WriteSeq applies puts (value nil: delete) to the entries of b by
+// sequence number in one transaction, deletes the oldest entries beyond
+// keep and moves b's sequence to the highest number written, so that
+// Sequence never goes back.
+func (d *DB) WriteSeq(b Bucket, puts map[uint64][]byte, keep int) error {
+	return d.db.Update(func(tx *bolt.Tx) error {
 		bk := tx.Bucket([]byte(b))
-		var err error
-		if seq, err = bk.NextSequence(); err != nil {
-			return err
-		}
-		if err := bk.Put(seqKey(seq), value); err != nil {
-			return err
-		}
-		if n := bk.Stats().KeyN + 1; n > keep {
-			c := bk.Cursor()
-			for k, _ := c.First(); k != nil && n > keep; k, _ = c.Next() {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n--
+		top := bk.Sequence()
+		for seq, v := range puts {
+			var err error
+			if v == nil {
+				err = bk.Delete(seqKey(seq))
+			} else {
+				err = bk.Put(seqKey(seq), v)
+				top = max(top, seq)
 			}
+			if err != nil {
+				return fmt.Errorf("state %s %d: %w", b, seq, err)
+			}
+		}
+		if err := bk.SetSequence(top); err != nil {
+			return err
+		}
+		n := 0
+		c := bk.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+		for k, _ := c.First(); k != nil && n > keep; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n--
 		}
 		return nil
 	})
-	return seq, err
 }
 
-// Replace overwrites the entry with sequence seq in b, if it is still kept.
-func (d *DB) Replace(b Bucket, seq uint64, value []byte) error {
-	return d.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket([]byte(b))
-		if bk.Get(seqKey(seq)) == nil {
-			return nil
-		}
-		return bk.Put(seqKey(seq), value)
+// Sequence returns the highest sequence number b has held.
+func (d *DB) Sequence(b Bucket) (uint64, error) {
+	var seq uint64
+	err := d.db.View(func(tx *bolt.Tx) error {
+		seq = tx.Bucket([]byte(b)).Sequence()
+		return nil
 	})
+	return seq, err
 }
 
 // ForEachSeq calls fn for every entry of b in sequence order.

@@ -47,30 +47,37 @@ func TestWriteGetAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestAppendKeepsTheNewest(t *testing.T) {
-	d, _ := openTemp(t)
+func TestWriteSeqKeepsTheNewest(t *testing.T) {
+	d, path := openTemp(t)
 	for i := range 10 {
-		if _, err := d.Append(Events, []byte(fmt.Sprint(i)), 4); err != nil {
+		if err := d.WriteSeq(Events, map[uint64][]byte{uint64(i + 1): []byte(fmt.Sprint(i))}, 4); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// One batch: a put, a delete of a kept entry, a delete of one gone.
+	if err := d.WriteSeq(Events, map[uint64][]byte{11: []byte("x"), 9: nil, 2: nil}, 4); err != nil {
+		t.Fatal(err)
 	}
 	var got []string
 	d.ForEachSeq(Events, func(seq uint64, v []byte) error {
 		got = append(got, fmt.Sprintf("%d:%s", seq, v))
 		return nil
 	})
-	if fmt.Sprint(got) != "[7:6 8:7 9:8 10:9]" {
-		t.Errorf("events = %v, want the newest 4", got)
+	if fmt.Sprint(got) != "[7:6 8:7 10:9 11:x]" {
+		t.Errorf("events = %v, want the newest 4 but the deleted one", got)
 	}
-	if err := d.Replace(Events, 10, []byte("x")); err != nil {
+	// Deleting the highest never takes the sequence back, across a reopen.
+	if err := d.WriteSeq(Events, map[uint64][]byte{11: nil}, 4); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Replace(Events, 1, []byte("gone")); err != nil {
+	d.Close()
+	d, err := Open(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	v, _ := d.Get(Events, string(seqKey(10)))
-	if string(v) != "x" {
-		t.Errorf("replaced event = %q, want x", v)
+	defer d.Close()
+	if seq, err := d.Sequence(Events); err != nil || seq != 11 {
+		t.Errorf("sequence = %d, %v; want 11", seq, err)
 	}
 }
 

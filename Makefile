@@ -31,8 +31,8 @@ help: ## list the targets
 # a single-threaded caller), so it is built with cgo, statically.
 NETNS_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static'
 
-build: ## build marshald, marshalctl (the front and marshalctl-cli), marshal-netns and marshal-devguard-launch into bin/ (static: a launch starts faster without the dynamic loader)
-	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl ./cmd/marshalctl/marshalctl-cli ./cmd/marshal-devguard-launch
+build: ## build marshald, marshalctl, marshal-netns and marshal-devguard-launch into bin/ (static: a launch starts faster without the dynamic loader)
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl ./cmd/marshal-devguard-launch
 	CGO_ENABLED=1 $(GO) build $(NETNS_FLAGS) -o $(BIN)/ ./cmd/marshal-netns
 
 # The end-to-end tests against a Kubernetes API server run a real
@@ -129,17 +129,17 @@ INSTALL ?= install
 
 .PHONY: install
 install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build first
-	@for b in marshald marshalctl marshalctl-cli marshal-netns marshal-devguard-launch; do \
+	@for b in marshald marshalctl marshal-netns marshal-devguard-launch; do \
 		[ -x "$(BIN)/$$b" ] || { echo "$(BIN)/$$b is missing: run 'make build' first" >&2; exit 1; }; \
 	done
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)"
-	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(BIN)/marshalctl-cli" "$(BIN)/marshal-netns" "$(BIN)/marshal-devguard-launch" "$(DESTDIR)$(BINDIR)/"
+	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(BIN)/marshal-netns" "$(BIN)/marshal-devguard-launch" "$(DESTDIR)$(BINDIR)/"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/system/marshald.service >"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/user/marshald.service >"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 
 .PHONY: uninstall
 uninstall: ## remove what install put in place (same PREFIX, DESTDIR)
-	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshalctl-cli" "$(DESTDIR)$(BINDIR)/marshal-netns" "$(DESTDIR)$(BINDIR)/marshal-devguard-launch" \
+	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshal-netns" "$(DESTDIR)$(BINDIR)/marshal-devguard-launch" \
 		"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" \
 		"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"

@@ -35,10 +35,8 @@ type launcher struct {
 // adds as a share of what systemd-run adds (none-per-systemd-run). A
 // marshalctl built statically (CGO_ENABLED=0) is timed too: the build
 // that ships is whatever make build makes. marshalctl version --client is timed as the
-// CLI's own start and exit (the front, then marshalctl-cli), a Go program
-// that only execs /bin/true (go-exec) as the floor of any Go CLI, and
-// none-cli is the launch through marshalctl-cli, the whole CLI, as every
-// launch ran before the front: what the front saves.
+// CLI's own start and exit, and a Go program that only execs /bin/true
+// (go-exec) as the floor of any Go CLI.
 func BenchmarkRunLatency(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times whole processes: run without -race")
@@ -69,7 +67,6 @@ func BenchmarkRunLatency(b *testing.B) {
 			return cmd
 		}},
 		{"none", run(marshalctl, "none")},
-		{"none-cli", run(filepath.Join(bin, "marshalctl-cli"), "none")},
 		{"required", run(marshalctl, "required")},
 		{"none-static", run(static, "none")},
 		{"required-static", run(static, "required")},

@@ -54,7 +54,7 @@ func run(m *testing.M) (int, error) {
 	if raceEnabled {
 		args = append(args, "-race")
 	}
-	build := exec.Command("go", append(args, "../cmd/marshald", "../cmd/marshalctl", "../cmd/marshalctl/marshalctl-cli", "../cmd/marshal-devguard-launch")...)
+	build := exec.Command("go", append(args, "../cmd/marshald", "../cmd/marshalctl", "../cmd/marshal-devguard-launch")...)
 	if !raceEnabled {
 		// As make build does: the race detector needs cgo, the rest not.
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,48 +150,3 @@ func sigIgn(status string) (uint64, error) {
 }
 
 func sigBit(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
-
-// Every command line the front does not run itself is the whole CLI's:
-// marshalctl-cli, beside the front, is exec'd with the same arguments
-// and the signal dispositions marshalctl started with.
-func TestFrontExecsTheWholeCLI(t *testing.T) {
-	dir := t.TempDir()
-	front := filepath.Join(dir, "marshalctl")
-	self, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(front, self, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"get", "workspaces", "-o", "json", "a b", ""}
-	ignoringINT := []string{"/bin/sh", "-c", `trap "" INT; exec "$@"`, "sh"}
-	cmd, _, stderr := marshalctl(t, ignoringINT, args...)
-	cmd.Args[4] = front
-
-	// Without it, the front says what is missing.
-	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 3 || !strings.Contains(stderr.String(), "marshalctl-cli, installed beside it") {
-		t.Fatalf("the front without marshalctl-cli: %v, stderr %q; want exit 3 saying what is missing", err, stderr)
-	}
-
-	cli := "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]' \"$a\"; done; echo\nexec cat /proc/self/status\n"
-	if err := os.WriteFile(filepath.Join(dir, "marshalctl-cli"), []byte(cli), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd, stdout, stderr := marshalctl(t, ignoringINT, args...)
-	cmd.Args[4] = front
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the front with marshalctl-cli: %v\n%s", err, stderr)
-	}
-	got, status, _ := strings.Cut(stdout.String(), "\n")
-	if want := "[get][workspaces][-o][json][a b][]"; got != want {
-		t.Errorf("marshalctl-cli got the arguments %s, want %s", got, want)
-	}
-	ignored, err := sigIgn(status)
-	if err != nil {
-		t.Fatalf("marshalctl-cli's status: %v\n%s", err, stdout)
-	}
-	if ignored&sigBit(syscall.SIGINT) == 0 || ignored&sigBit(syscall.SIGTERM) != 0 {
-		t.Errorf("marshalctl-cli's ignored signals %x: want SIGINT ignored as marshalctl started, SIGTERM not", ignored)
-	}
-}

@@ -52,9 +52,7 @@ func TestBashCompletesFromDaemon(t *testing.T) {
 		t.Skip("needs the go command to build marshalctl")
 	}
 	bin := t.TempDir()
-	// The front completes through the whole CLI, beside it.
-	build := exec.CommandContext(t.Context(), gobin, "build", "-o", bin+"/",
-		"github.com/marshal-dev/marshal/cmd/marshalctl", "github.com/marshal-dev/marshal/cmd/marshalctl/marshalctl-cli")
+	build := exec.CommandContext(t.Context(), gobin, "build", "-o", bin, "github.com/marshal-dev/marshal/cmd/marshalctl")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building marshalctl: %v\n%s", err, out)
 	}

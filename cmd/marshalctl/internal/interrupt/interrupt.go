@@ -56,18 +56,6 @@ func (Caught) Restore() {
 	}
 }
 
-// Pending takes a signal caught since Ready that no context took, for a
-// process about to exec another program instead of running a command:
-// that signal was meant for it. Call it after Ready is closed.
-func (Caught) Pending() (os.Signal, bool) {
-	select {
-	case sig := <-caught:
-		return sig, true
-	default:
-		return nil, false
-	}
-}
-
 // NotifyContext returns a copy of parent that is cancelled by the first
 // SIGINT or SIGTERM, and stop, which cancels it and waits for the
 // goroutine that watches. The signals stay caught: marshalctl exits once

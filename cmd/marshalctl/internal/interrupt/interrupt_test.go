@@ -71,28 +71,3 @@ func waitReady(t *testing.T) {
 		t.Fatalf("signals not caught after %v", testutil.Deadline)
 	}
 }
-
-// A signal that came when no context was watching is pending, once.
-func TestPendingTakesASignalNoContextTook(t *testing.T) {
-	waitReady(t)
-	c := Caught{}
-	if sig, ok := c.Pending(); ok {
-		t.Fatalf("Pending() = %v before any signal", sig)
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	// Delivery is asynchronous: wait for it, then leave it to Pending.
-	select {
-	case sig := <-caught:
-		caught <- sig
-	case <-time.After(testutil.Deadline):
-		t.Fatalf("SIGTERM was not caught after %v", testutil.Deadline)
-	}
-	if sig, ok := c.Pending(); !ok || sig != syscall.SIGTERM {
-		t.Errorf("Pending() = %v, %v; want SIGTERM, true", sig, ok)
-	}
-	if sig, ok := c.Pending(); ok {
-		t.Errorf("Pending() = %v a second time", sig)
-	}
-}

@@ -78,19 +78,7 @@ func BenchmarkRunLatency(b *testing.B) {
 			return cmd
 		}})
 	}
-	times := make([][]time.Duration, len(ways))
-	b.ResetTimer()
-	for range b.N {
-		for i, w := range ways {
-			cmd := w.cmd()
-			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%s: %v\n%s", w.name, err, out)
-			}
-			times[i] = append(times[i], time.Since(start))
-		}
-	}
-	b.StopTimer()
+	times := timeLaunchers(b, ways)
 	bare := median(times[0])
 	medians := map[string]time.Duration{}
 	for i, w := range ways {
@@ -215,3 +203,24 @@ func percentile(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// timeLaunchers runs each of ways in turn, b.N rounds, and returns each
+// one's wall times, in the order of ways: interleaved, so that the
+// machine's load weighs on all alike.
+func timeLaunchers(b *testing.B, ways []launcher) [][]time.Duration {
+	b.Helper()
+	times := make([][]time.Duration, len(ways))
+	b.ResetTimer()
+	for range b.N {
+		for i, w := range ways {
+			cmd := w.cmd()
+			start := time.Now()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%s: %v\n%s", w.name, err, out)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	return times
+}

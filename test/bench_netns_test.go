@@ -79,19 +79,7 @@ func BenchmarkRunNetns(b *testing.B) {
 			return exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true")
 		}})
 	}
-	times := make([][]time.Duration, len(ways))
-	b.ResetTimer()
-	for range b.N {
-		for i, w := range ways {
-			cmd := w.cmd()
-			start := time.Now()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%s: %v\n%s", w.name, err, out)
-			}
-			times[i] = append(times[i], time.Since(start))
-		}
-	}
-	b.StopTimer()
+	times := timeLaunchers(b, ways)
 	medians := map[string]time.Duration{}
 	for i, w := range ways {
 		medians[w.name] = median(times[i])

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/internal/testutil/kubetest"
 )
@@ -152,4 +155,33 @@ func (w *watch) latest(name string) map[string]any {
 		json.Unmarshal(raw, &o)
 	}
 	return o
+}
+
+// kernelCPUMilli reads the CPU limit of profile's slice from the kernel's
+// own files, in thousandths of a core: cpu.max where cgroup v2 holds the
+// cpu controller, cpu.cfs_quota_us over cpu.cfs_period_us where v1 does.
+// It fails the test when no hierarchy has the slice with a limit.
+func kernelCPUMilli(t testing.TB, tree *testutil.CgroupTree, profile string) int64 {
+	t.Helper()
+	for _, root := range tree.Roots() {
+		dir := filepath.Join(root, "marshal", "marshal.slice", scope.SliceName(profile))
+		if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
+			var quota, period int64
+			if _, err := fmt.Sscanf(string(b), "%d %d", &quota, &period); err == nil && period > 0 {
+				return quota * 1000 / period
+			}
+		}
+		q, qerr := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
+		p, perr := os.ReadFile(filepath.Join(dir, "cpu.cfs_period_us"))
+		if qerr != nil || perr != nil {
+			continue
+		}
+		quota, qerr := strconv.ParseInt(strings.TrimSpace(string(q)), 10, 64)
+		period, perr := strconv.ParseInt(strings.TrimSpace(string(p)), 10, 64)
+		if qerr == nil && perr == nil && quota > 0 && period > 0 {
+			return quota * 1000 / period
+		}
+	}
+	t.Fatalf("no hierarchy holds a CPU limit of %s's slice (under %v)", profile, tree.Roots())
+	return 0
 }

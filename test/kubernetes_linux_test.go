@@ -51,15 +51,30 @@ func TestKubernetesProfileReachesTheSlice(t *testing.T) {
 	if _, err := os.Stat(d.tree.V2("marshal", "marshal.slice", scope.SliceName("fleet-coder"))); err != nil {
 		t.Errorf("the profile's slice: %v", err)
 	}
+	if got := kernelCPUMilli(t, d.tree, "fleet-coder"); got != 500 {
+		t.Errorf("the kernel limits fleet-coder's slice to %d millicores, want 500", got)
+	}
 	if out := d.mustCtl("get", "profiles"); !strings.Contains(out, "fleet-coder") || strings.Contains(out, "fleet-other") {
 		t.Errorf("get profiles shows what the selector does not pick, or not what it does:\n%s", out)
 	}
+
+	// The table's first rows come from a list, before its watch begins: a
+	// row printed after them is the watch's, so that the deletions below
+	// are seen by a watch that is running.
+	table := d.watchLines("get", "profiles", "-w")
+	table.until(t, "the table", func(s string) bool { return strings.HasPrefix(s, "fleet-coder ") && strings.Contains(s, "cpu=500m") })
 
 	t.Run("edit", func(t *testing.T) {
 		applyObject(t, client, kubeProfile("fleet-coder", "ci", 800))
 		profiles.until(t, "fleet-coder", "at generation 2 with the new limit in force", func(o map[string]any) bool {
 			return generationIs(2)(o) && appliedCPU(o) == 800
 		})
+		table.until(t, "the edit in the table", func(s string) bool {
+			return strings.HasPrefix(s, "fleet-coder ") && strings.Contains(s, "cpu=800m")
+		})
+		if got := kernelCPUMilli(t, d.tree, "fleet-coder"); got != 800 {
+			t.Errorf("after the edit the kernel limits fleet-coder's slice to %d millicores, want 800", got)
+		}
 	})
 	t.Run("stricter_than_the_schema", func(t *testing.T) {
 		// The CRD's schema takes a range with bits set beyond its prefix;
@@ -84,8 +99,6 @@ spec:
 		}
 	})
 	t.Run("delete", func(t *testing.T) {
-		table := d.watchLines("get", "profiles", "-w")
-		table.until(t, "the table", func(s string) bool { return strings.HasPrefix(s, "fleet-coder ") })
 		deleteObject(t, client, profilesGVR, "fleet-bad")
 		deleteObject(t, client, profilesGVR, "fleet-coder")
 		table.until(t, "fleet-coder deleted", func(s string) bool {

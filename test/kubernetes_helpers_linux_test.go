@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,4 +186,49 @@ func kernelCPUMilli(t testing.TB, tree *testutil.CgroupTree, profile string) int
 	}
 	t.Fatalf("no hierarchy holds a CPU limit of %s's slice (under %v)", profile, tree.Roots())
 	return 0
+}
+
+// waitEvents watches the Events of marshal's objects until done holds for
+// the latest Event match picks from each reporting instance, and returns
+// those.
+func waitEvents(t testing.TB, client dynamic.Interface, what string, match func(*unstructured.Unstructured) bool, done func(map[string]*unstructured.Unstructured) bool) map[string]*unstructured.Unstructured {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), apiDeadline)
+	defer cancel()
+	ri := client.Resource(eventsGVR).Namespace("default")
+	seen := map[string]*unstructured.Unstructured{}
+	take := func(e *unstructured.Unstructured) {
+		if match(e) {
+			inst, _, _ := unstructured.NestedString(e.Object, "reportingInstance")
+			seen[inst] = e
+		}
+	}
+	for ctx.Err() == nil {
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for i := range list.Items {
+			take(&list.Items[i])
+		}
+		if done(seen) {
+			return seen
+		}
+		w, err := ri.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if e, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != "DELETED" {
+				take(e)
+			}
+			if done(seen) {
+				w.Stop()
+				return seen
+			}
+		}
+		w.Stop()
+	}
+	t.Fatalf("timed out after %v waiting for %s; seen from: %v", apiDeadline, what, slices.Sorted(maps.Keys(seen)))
+	return nil
 }

@@ -168,18 +168,31 @@ func TestKubernetesTwoHostsKeepTheirOwnStatusAndLease(t *testing.T) {
 	if !ready {
 		t.Errorf("host-1 is not Ready: %v", conds)
 	}
-	// Events name the host that reports them.
-	events, err := client.Resource(eventsGVR).Namespace("default").List(t.Context(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range events.Items {
-		if c, _, _ := unstructured.NestedString(e.Object, "reportingController"); c != "marshal.dev/marshald" {
-			continue
-		}
-		inst, _, _ := unstructured.NestedString(e.Object, "reportingInstance")
-		if !strings.HasPrefix(inst, "host-") || !strings.Contains(e.GetName(), "."+inst+".") {
-			t.Errorf("event %s reported by %q", e.GetName(), inst)
+	// A Profile that marshal refuses, and that never loaded, is told by
+	// each host that took it, in an Event of its own about its own Host:
+	// the host is its reporting instance and in its name.
+	deleteObject(t, client, profilesGVR, "fleet-refused")
+	t.Cleanup(func() { deleteObject(t, client, profilesGVR, "fleet-refused") })
+	applyObject(t, client, `apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: fleet-refused}
+spec:
+  egress: {default: deny, rules: [{action: allow, cidrs: ["10.20.0.1/16"]}]}
+`)
+	reported := waitEvents(t, client, "an Event about fleet-refused from each host", func(e *unstructured.Unstructured) bool {
+		note, _, _ := unstructured.NestedString(e.Object, "note")
+		reason, _, _ := unstructured.NestedString(e.Object, "reason")
+		return reason == "Invalid" && strings.Contains(note, "profile/fleet-refused: ")
+	}, func(seen map[string]*unstructured.Unstructured) bool {
+		return seen["host-1"] != nil && seen["host-2"] != nil
+	})
+	for inst, e := range reported {
+		ctl, _, _ := unstructured.NestedString(e.Object, "reportingController")
+		typ, _, _ := unstructured.NestedString(e.Object, "type")
+		kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
+		about, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
+		if ctl != "marshal.dev/marshald" || typ != "Warning" || kind != "Host" || about != inst || !strings.Contains(e.GetName(), "."+inst+".") {
+			t.Errorf("the Event %s reported by %s: controller %q, type %q, about %s %s", e.GetName(), inst, ctl, typ, kind, about)
 		}
 	}
 }

@@ -363,10 +363,13 @@ static void hand_off_fds(int listener, int agent)
 	}
 }
 
-// become_bridge turns the grandchild into the bridge: in its own session
-// (the intermediate made it), away from the agent's terminal and its
-// signals, without capabilities, and parked until there is work.
-static void become_bridge(void)
+// ready_bridge makes the intermediate what the bridge is to be, before
+// it forks the bridge: in its own session (made already), away from the
+// agent's terminal and its signals, without capabilities, named
+// marshal-bridge. The bridge is then all that from its first instant,
+// before the agent runs: nothing of the agent's command or capabilities
+// is ever seen in it.
+static void ready_bridge(void)
 {
 	// The capabilities this process has in its new user namespace are
 	// no use to a relay.
@@ -379,6 +382,12 @@ static void become_bridge(void)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	rename_bridge();
+}
+
+// become_bridge turns the grandchild into the bridge: parked until there
+// is work, then handed to the Go runtime.
+static void become_bridge(void)
+{
 	wait_for_work();
 	marshal_netns_bridge = 1;
 	marshal_netns_listen_fd = BRIDGE_LISTEN_FD;
@@ -403,6 +412,7 @@ static int start_bridge(int listener)
 		if (setsid() < 0)
 			_exit(1);
 		hand_off_fds(listener, agent);
+		ready_bridge();
 		pid_t bridge = fork();
 		if (bridge != 0)
 			_exit(bridge < 0);

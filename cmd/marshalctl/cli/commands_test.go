@@ -390,6 +390,29 @@ func TestWatchObjects(t *testing.T) {
 	golden(t, "get_profiles_watch", r.stdout)
 }
 
+// An object deleted while get -w starts its watch is never left on
+// screen as if it were there.
+func TestWatchMissesNoDeletionAtItsStart(t *testing.T) {
+	h := newHarness(t).withFixture()
+	h.d.BeforeWatch(func() { h.d.Remove("Profile", "writer") })
+	out, stop := h.background(t, "get", "profiles", "-w")
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Contains(out.String(), "coder") }, "the first table")
+	// A change after the start, seen: the watch has caught up with
+	// everything before it.
+	coder := fixture()[0].(*v1alpha1.Profile)
+	coder.Status.Agents = 5
+	h.d.Set(coder)
+	testutil.Eventually(t, out.wrote, func() bool { return strings.Count(out.String(), "coder") == 2 }, "coder's new row")
+	r := stop()
+	for line := range strings.Lines(r.stdout) {
+		if strings.HasPrefix(line, "writer") && !strings.Contains(line, "(deleted)") {
+			if !strings.Contains(r.stdout, "(deleted)") {
+				t.Errorf("writer, deleted as the watch started, is shown and never deleted:\n%s", r.stdout)
+			}
+		}
+	}
+}
+
 func TestWatchOneObjectAsYAML(t *testing.T) {
 	h := newHarness(t).withFixture()
 	out, stop := h.background(t, "get", "ws", "docs", "-w", "-o", "yaml")

@@ -83,16 +83,16 @@ func newGetCmd(g *globals, s Streams) *cobra.Command {
 				return daemonError(err)
 			}
 			warnSource(s.Err, info.Source)
-			got, err := t.fetch(ctx, c, selector)
-			if err != nil {
-				return err
-			}
 			if watch {
 				name := ""
 				if t.single() {
 					name = t.names[0].name
 				}
-				return watchObjects(ctx, s, c, got[0].res, name, selector, printer{out, ctx, c}, got[0].items)
+				return watchObjects(ctx, s, c, t, name, selector, printer{out, ctx, c})
+			}
+			got, err := t.fetch(ctx, c, selector)
+			if err != nil {
+				return err
 			}
 			return printObjects(s, t, got, printer{out, ctx, c})
 		},
@@ -227,7 +227,8 @@ func objectName(obj json.RawMessage) string {
 // ends. A table prints a row per change, aligned with the first rows; a
 // deleted object's row ends in "(deleted)". Structured outputs print the
 // object at each change, -o name its KIND/NAME.
-func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi.Resource, name, selector string, out printer, items []json.RawMessage) error {
+func watchObjects(ctx context.Context, s Streams, c *client.Client, tg targets, name, selector string, out printer) error {
+	res := tg.kinds[0]
 	wide := out.format == outputWide
 	v := views[res.Kind]
 	var (
@@ -236,40 +237,60 @@ func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi
 		// shown holds what the first listing printed, so the watch's own
 		// ADDED events for those objects are not printed twice.
 		shown = map[string]json.RawMessage{}
+		// listErr is the first listing's error, which ends the command
+		// as a get without -w would.
+		listErr error
 	)
-	switch {
-	case out.structured():
-	case out.format == outputName:
-		if err := printNames(s.Out, res, items); err != nil {
-			return err
-		}
-	case out.format == outputCustomColumns:
-		rows, err := out.customRows(items)
+	// The first listing is taken once the watch has its starting point:
+	// a change after that point is in the stream, so none made while the
+	// watch starts is missed (an object deleted then would stay on
+	// screen).
+	list := func() error {
+		got, err := tg.fetch(ctx, c, selector)
 		if err != nil {
+			listErr = err
 			return err
 		}
-		t = newTable(out.customHeader()...)
-		if err := t.write(s.Out, "", rows); err != nil {
-			return err
+		items := got[0].items
+		switch {
+		case out.structured():
+		case out.format == outputName:
+			if err := printNames(s.Out, res, items); err != nil {
+				listErr = err
+				return err
+			}
+		case out.format == outputCustomColumns:
+			rows, err := out.customRows(items)
+			if err == nil {
+				t = newTable(out.customHeader()...)
+				err = t.write(s.Out, "", rows)
+			}
+			if err != nil {
+				listErr = err
+				return err
+			}
+		default:
+			var rows [][]string
+			var err error
+			t, rows, extra, err = v.table(items, wide)
+			if err != nil {
+				listErr = &ExitError{Code: ExitFailure, Err: err}
+				return listErr
+			}
+			if err := t.write(s.Out, "", rows); err != nil {
+				listErr = err
+				return err
+			}
 		}
-	default:
-		var rows [][]string
-		var err error
-		t, rows, extra, err = v.table(items, wide)
-		if err != nil {
-			return &ExitError{Code: ExitFailure, Err: err}
+		if !out.structured() {
+			for _, item := range items {
+				shown[objectName(item)] = item
+			}
 		}
-		if err := t.write(s.Out, "", rows); err != nil {
-			return err
-		}
-	}
-	if !out.structured() {
-		for _, item := range items {
-			shown[objectName(item)] = item
-		}
+		return nil
 	}
 	first := true
-	err := c.WatchSelected(ctx, res.Plural, selector, nil, func(ev localapi.WatchEvent) error {
+	err := c.WatchSelected(ctx, res.Plural, selector, list, func(ev localapi.WatchEvent) error {
 		n := objectName(ev.Object)
 		if name != "" && n != name {
 			return nil
@@ -310,6 +331,9 @@ func watchObjects(ctx context.Context, s Streams, c *client.Client, res localapi
 		_, err := io.WriteString(s.Out, line)
 		return err
 	})
+	if listErr != nil {
+		return listErr
+	}
 	return watchEnded(ctx, err)
 }
 

@@ -49,6 +49,8 @@ type Daemon struct {
 	lagging  bool
 	stops    []localapi.StopRequest
 	stopMore chan struct{} // closed at the next stop
+	// beforeWatch runs once, when a watch first asks what changed.
+	beforeWatch func()
 }
 
 // RunFunc answers a run in place of the launch path: a plan, or an error
@@ -235,9 +237,27 @@ func (d *Daemon) List(ctx context.Context, kind string) ([]any, error) {
 	return items, nil
 }
 
+// BeforeWatch makes fn run once, when the next watch starts, before it
+// takes its state: to change the objects between what a client listed
+// and what its watch starts from.
+func (d *Daemon) BeforeWatch(fn func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.beforeWatch = fn
+}
+
 // Changed answers from the changes Set and Remove made to kind; never
 // known for a kind named to Unnamed.
 func (d *Daemon) Changed(kind string, after uint64) ([]string, uint64, <-chan struct{}, bool) {
+	d.mu.Lock()
+	before := d.beforeWatch
+	if after == 0 {
+		d.beforeWatch = nil
+	}
+	d.mu.Unlock()
+	if after == 0 && before != nil {
+		before()
+	}
 	d.mu.Lock()
 	l, unnamed := d.changeLogLocked(kind), d.unnamed[kind]
 	d.mu.Unlock()

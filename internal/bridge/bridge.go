@@ -2,13 +2,13 @@ package bridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/acceptloop"
 )
 
 // DialTimeout bounds connecting to the proxy's socket.
@@ -47,34 +47,18 @@ type relays struct {
 // accept accepts until ctx ends; a temporary failure (out of file
 // descriptors) is waited out, as net/http does.
 func (r *relays) accept(ctx context.Context, ln net.Listener, socket string) error {
-	var backoff time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				t := time.NewTimer(backoff)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				}
-				continue
-			}
-			return fmt.Errorf("bridge: accepting on %s: %w", ln.Addr(), err)
-		}
-		backoff = 0
+	err := acceptloop.Run(ctx, ln, nil, func(c net.Conn) bool {
 		if !r.track(c) {
 			c.Close()
-			return nil
+			return false
 		}
 		r.wg.Go(func() { r.relay(ctx, c, socket) })
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("bridge: accepting on %s: %w", ln.Addr(), err)
 	}
+	return nil
 }
 
 // relay carries c to the proxy and back. Each direction is half-closed

@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/acceptloop"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/identity"
 )
@@ -267,36 +267,22 @@ func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
 // accept accepts connections on ln until ctx ends. A temporary failure
 // (out of file descriptors) is waited out, as net/http does.
 func (p *Proxy) accept(ctx context.Context, ln net.Listener) error {
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				p.log.Warn("egress: accepting a connection", "err", err, "retry_in", backoff)
-				t := time.NewTimer(backoff)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return nil
-				case <-t.C:
-				}
-				continue
-			}
-			return fmt.Errorf("egress: accepting on %s: %w", ln.Addr(), err)
-		}
-		backoff = 0
+	retrying := func(err error, wait time.Duration) {
+		p.log.Warn("egress: accepting a connection", "err", err, "retry_in", wait)
+	}
+	err := acceptloop.Run(ctx, ln, retrying, func(nc net.Conn) bool {
 		c := &conn{Conn: nc, p: p, accepted: p.opts.Clock.Now()}
 		if !p.track(c) {
 			nc.Close()
-			return nil
+			return false
 		}
 		p.wg.Go(func() { p.serve(ctx, c) })
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("egress: accepting on %s: %w", ln.Addr(), err)
 	}
+	return nil
 }
 
 // track registers c, and reports false once the proxy is stopping.

@@ -36,11 +36,7 @@ type launcher struct {
 // marshalctl built statically (CGO_ENABLED=0) is timed too: the build
 // that ships is whatever make build makes. marshalctl version --client is timed as the
 // CLI's own start and exit, and a Go program that only execs /bin/true
-// (go-exec) as the floor of any Go CLI. none, required and systemd-run
-// are timed again primed (the -primed figures): each launch with the
-// kernel's wait before a move passed first, which a launch after a quiet
-// moment pays (BenchmarkMove in internal/cgroup) and one that follows
-// another closely does not; both sides pay it alike.
+// (go-exec) as the floor of any Go CLI.
 func BenchmarkRunLatency(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times whole processes: run without -race")
@@ -82,13 +78,6 @@ func BenchmarkRunLatency(b *testing.B) {
 			return cmd
 		}})
 	}
-	// The same, each launch with the kernel's wait before a move passed
-	// first: what each way adds, that wait aside.
-	for _, name := range []string{"none", "required", "systemd-run"} {
-		if i := slices.IndexFunc(ways, func(w launcher) bool { return w.name == name }); i >= 0 {
-			ways = append(ways, primed(b, d.tree.V2(), ways[i]))
-		}
-	}
 	times := timeLaunchers(b, ways)
 	bare := median(times[0])
 	medians := map[string]time.Duration{}
@@ -103,10 +92,8 @@ func BenchmarkRunLatency(b *testing.B) {
 	// The targets: what admission adds to a launch, and what a launch
 	// adds to the exec as a share of what systemd-run --scope adds.
 	b.ReportMetric(ms(medians["required"]-medians["none"]), "required-over-none-ms")
-	b.ReportMetric(ms(medians["required-primed"]-medians["none-primed"]), "required-over-none-primed-ms")
 	if sr, ok := medians["systemd-run"]; ok && sr > bare {
 		b.ReportMetric(float64(medians["none"]-bare)/float64(sr-bare), "none-per-systemd-run")
-		b.ReportMetric(float64(medians["none-primed"]-bare)/float64(medians["systemd-run-primed"]-bare), "none-per-systemd-run-primed")
 	}
 	b.ReportMetric(0, "ns/op")
 	d.waitSettled(b)
@@ -159,18 +146,6 @@ func BenchmarkRunThroughput(b *testing.B) {
 			d.waitSettled(b)
 		})
 	}
-}
-
-// primed is way l with the kernel's wait before a move between cgroups
-// (cgroup.PrimeMove) passed before each launch, untimed: a launch then
-// moves its process as one that follows another closely does.
-func primed(b *testing.B, group string, l launcher) launcher {
-	return launcher{l.name + "-primed", func() *exec.Cmd {
-		if err := cgroup.PrimeMove(group); err != nil {
-			b.Fatal(err)
-		}
-		return l.cmd()
-	}}
 }
 
 // buildStatic builds the command in pkg without cgo, statically linked,

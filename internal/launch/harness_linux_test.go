@@ -53,8 +53,6 @@ type harness struct {
 	// wrap, when set before start, wraps the authority the Launcher
 	// talks to, to inject a fault.
 	wrap func(Authority) Authority
-	// wrapScopes, when set, wraps the backend the launcher is given.
-	wrapScopes func(Scopes) Scopes
 	// network, when set before start, is the Launcher's Network.
 	network func(*v1alpha1.Workspace, uint32) (Network, error)
 	// consumers, when set, are served by the authority, again after
@@ -215,13 +213,9 @@ func (h *harness) start() *Launcher {
 	if h.wrap != nil {
 		auth = h.wrap(auth)
 	}
-	var scopes Scopes = h.backend
-	if h.wrapScopes != nil {
-		scopes = h.wrapScopes(scopes)
-	}
 	poke := func(string) { h.poke() }
 	l, err := New(Options{
-		Authority: auth, Scopes: scopes, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
+		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
 		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.clock,
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), Network: h.network,
 	})

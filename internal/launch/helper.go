@@ -57,7 +57,6 @@ func (l *Launcher) LaunchHelper(ctx context.Context, h HelperLaunch) (run admiss
 		h.Helper.Close()
 		return admission.Run{}, ErrNotRunning
 	}
-	l.primeMove()
 	var rb rollback
 	var ref *Refusal
 	defer rb.unwind(&ref)

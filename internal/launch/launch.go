@@ -29,7 +29,6 @@ func (pe *PreparedExecution) Launch(ctx context.Context, req Request) (Plan, err
 		return Plan{}, ErrConsumed
 	}
 	pe.stopDrop()
-	pe.l.primeMove()
 	plan, ref := pe.launch(context.WithoutCancel(ctx), req)
 	if ref != nil {
 		ref.PID = pe.caller.PID
@@ -62,7 +61,6 @@ func (pe *PreparedExecution) launch(ctx context.Context, req Request) (Plan, *Re
 // launch runs to its end even when ctx ends.
 func (l *Launcher) Launch(ctx context.Context, req Request, caller *Process) (Plan, error) {
 	started := l.clock.Now()
-	l.primeMove()
 	pe, ref := l.prepare(ctx, req, caller, started, false)
 	var plan Plan
 	if ref == nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -173,9 +172,6 @@ type Launcher struct {
 
 	// wake asks Run's loop to look at the deadlines again.
 	wake chan struct{}
-	// priming is set while a move is primed; unprimable once priming
-	// failed: the backend cannot, and is not asked again.
-	priming, unprimable atomic.Bool
 	// wg counts the background goroutines: exit watchers, and the
 	// cancellations of dropped executions.
 	wg sync.WaitGroup
@@ -462,34 +458,6 @@ func (l *Launcher) settleLost(ctx context.Context, rec Record) {
 	}
 	if _, err := l.auth.AbandonInherited(ctx, l.principal, rec.Attempt, admission.AbandonSpawnFailed); err != nil {
 		l.log.Warn("abandoning a launch that made no scope", "attempt", rec.Attempt, "err", err)
-	}
-}
-
-// movePrimer is a backend that can ready the kernel for the move of a
-// process into a scope (cgroup.PrimeMove).
-type movePrimer interface {
-	PrimeMove() error
-}
-
-// primeMove readies the kernel, in the background, for the move the
-// launch just asked for is about to make, so that the kernel's wait
-// before it passes while the launch is authorized and committed. One is
-// under way at a time: one readies every move that follows it closely.
-func (l *Launcher) primeMove() {
-	p, ok := l.scopes.(movePrimer)
-	if !ok || l.unprimable.Load() || !l.priming.CompareAndSwap(false, true) {
-		return
-	}
-	started := l.goBackground(func(context.Context) {
-		defer l.priming.Store(false)
-		// A group not made yet is not a backend that cannot.
-		if err := p.PrimeMove(); err != nil && !errors.Is(err, cgroup.ErrNotFound) {
-			l.unprimable.Store(true)
-			l.log.Info("moves into scopes are not primed: a launch on a quiet machine waits for the kernel after it commits", "err", err)
-		}
-	})
-	if !started {
-		l.priming.Store(false)
 	}
 }
 

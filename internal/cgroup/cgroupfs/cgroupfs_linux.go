@@ -634,10 +634,3 @@ func notFound(err error) error {
 	}
 	return err
 }
-
-// PrimeMove readies the kernel for a move into a scope that is about to
-// follow (cgroup.PrimeMove), in the cgroup2 group of the slice that
-// holds every profile's.
-func (b *Backend) PrimeMove() error {
-	return cgroup.PrimeMove(b.v2(b.tree))
-}

@@ -396,10 +396,3 @@ func description(what string) sdbus.Property {
 // collectAlways makes systemd unload a transient unit when it ends, failed
 // or not, so that no failed unit stays behind to block its name.
 var collectAlways = sdbus.Property{Name: "CollectMode", Value: dbus.MakeVariant("inactive-or-failed")}
-
-// PrimeMove readies the kernel for the move into a scope that the
-// manager is about to make (cgroup.PrimeMove), in the manager's own
-// cgroup2 group.
-func (b *Backend) PrimeMove() error {
-	return cgroup.PrimeMove(filepath.Join(b.mounts.V2, b.root))
-}

@@ -108,7 +108,8 @@ func acceptN(b *testing.B, ln net.Listener, n int) []net.Conn {
 // connection from an agent: on TCP loopback (the kernel's socket
 // diagnostics and the group's id remembered, or, for the first
 // connection from a group, looked for), and on the unix socket
-// (SO_PEERCRED, a pidfd, /proc/<pid>/cgroup). Target: p50 ≤ 20 µs.
+// (SO_PEERCRED, a pidfd and the group id it gives, its path remembered).
+// Target: p50 ≤ 20 µs.
 func BenchmarkPeerIdentity(b *testing.B) {
 	h := newHarness(b, nil)
 	a := h.launch("coder", "webapp")

@@ -31,8 +31,12 @@
 // pidfd. A netns agent reaches the proxy through its bridge (package
 // bridge), which is in its scope and namespace.
 //
-// On the unix socket the peer is the process SO_PEERCRED names, pinned
-// by its pidfd while /proc/<pid>/cgroup is read (identity.PeerIdentity).
+// On the unix socket the peer is the process SO_PEERCRED names, held by
+// its pidfd (SO_PEERPIDFD), which the kernel asks for the id of the
+// process's cgroup2 group (PIDFD_GET_INFO, Linux 6.13): an id turned
+// into a path as a TCP socket's is, below, and no /proc file read, half
+// the cost of reading /proc/<pid>/cgroup, which a kernel without that
+// ioctl falls back to (identity.PeerGroup, identity.PeerNetNS).
 //
 // On TCP loopback there are no peer credentials. The proxy asks the
 // kernel's socket diagnostics (NETLINK_SOCK_DIAG) for the peer's socket,

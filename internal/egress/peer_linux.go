@@ -41,6 +41,9 @@ func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
 		p := x.tcpPeer(c)
 		return p, attribute(p, x.launches), nil
 	case *net.UnixConn:
+		if p, ok := x.unixPeer(c); ok {
+			return p, attribute(p, x.launches), nil
+		}
 		p := &peer{transport: TransportUnix}
 		cred, id, ns, err := identity.PeerNetNS(c)
 		p.netns = ns
@@ -76,6 +79,24 @@ func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
 	p.cgroupID, p.sockInode, p.local, p.remote = s.cgroupID, s.inode, local, remote
 	p.cgroup, _ = x.cgroups.path(s.cgroupID, x.scopePaths)
 	return p
+}
+
+// unixPeer asks the kernel which group the peer process is in, by its
+// id, and finds where that group is, as for a TCP peer; false when the
+// kernel cannot say so (before Linux 6.13), and /proc must.
+func (x *identifier) unixPeer(c *net.UnixConn) (*peer, bool) {
+	p := &peer{transport: TransportUnix}
+	cred, id, ns, err := identity.PeerGroup(c)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, false
+	}
+	p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
+	if err != nil {
+		return p, true // gone, or not to be looked at: an unknown peer
+	}
+	p.netns, p.cgroupID = ns, id
+	p.cgroup, _ = x.cgroups.path(id, x.scopePaths)
+	return p, true
 }
 
 // owner returns a process of the peer's group that holds its TCP socket,

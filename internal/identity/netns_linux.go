@@ -90,3 +90,41 @@ func PeerNetNS(conn *net.UnixConn) (Cred, Identity, NetNS, error) {
 	id, err := resolvePeer(cred, pidfd)
 	return cred, id, ns, err
 }
+
+// PeerGroup returns the credentials of the process at the other end of
+// conn, the id of its cgroup2 group (the group directory's inode number,
+// as a TCP socket carries it) and its network namespace, all asked of
+// one pidfd that holds the process: the kernel names the group of the
+// peer itself (PIDFD_GET_INFO, Linux 6.13), never of a later process
+// that reused its pid, and no /proc file is read, which is most of what
+// PeerNetNS costs. The error wraps ErrNoProcess when the peer has been
+// reaped, and errors.ErrUnsupported when the kernel gives no pidfd for
+// the peer or no group id for a pidfd: PeerNetNS serves then.
+func PeerGroup(conn *net.UnixConn) (Cred, uint64, NetNS, error) {
+	cred, pidfd, err := peer(conn, true)
+	if err != nil {
+		return cred, 0, NetNS{}, err
+	}
+	if pidfd < 0 {
+		return cred, 0, NetNS{}, fmt.Errorf("peer group: no pidfd for the peer: %w", errors.ErrUnsupported)
+	}
+	defer unix.Close(pidfd)
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_CGROUPID}
+	err = unix.IoctlPidfdInfo(pidfd, &info)
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return cred, 0, NetNS{}, fmt.Errorf("peer pid %d: %w", cred.PID, ErrNoProcess)
+	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL):
+		return cred, 0, NetNS{}, fmt.Errorf("peer group: %w", errors.ErrUnsupported)
+	case err != nil:
+		return cred, 0, NetNS{}, fmt.Errorf("peer pid %d: group: %w", cred.PID, err)
+	case info.Mask&unix.PIDFD_INFO_CGROUPID == 0:
+		return cred, 0, NetNS{}, fmt.Errorf("peer group: the kernel names none: %w", errors.ErrUnsupported)
+	}
+	f, ns, err := OpenNetNS(pidfd, cred.PID)
+	if err != nil {
+		return cred, 0, NetNS{}, fmt.Errorf("peer: %w", err)
+	}
+	f.Close()
+	return cred, info.Cgroupid, ns, nil
+}

@@ -241,3 +241,45 @@ func TestNotReaped(t *testing.T) {
 		})
 	}
 }
+
+// PeerGroup names the peer's own cgroup2 group by its id, the inode
+// number of the group's directory, and its network namespace; a peer
+// reaped since it connected is ErrNoProcess.
+func TestPeerGroup(t *testing.T) {
+	c := testutil.NewCgroupTree(t)
+	sc := newScope(t, c, "coder")
+	dir := filepath.Join(c.Mounts.V2, sc.Path)
+	socket := filepath.Join(t.TempDir(), "s.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := startPeer(t, socket)
+	pid := p.cmd.Process.Pid
+	movePID(t, dir, pid)
+	p.dial(t)
+	conn := accept(t, l)
+
+	cred, id, ns, err := PeerGroup(conn)
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("the kernel names no group for a pidfd (PIDFD_GET_INFO, Linux 6.13): %v", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	self, err2 := SelfNetNS()
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	wantCred := Cred{PID: pid, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
+	if err != nil || cred != wantCred || id != st.Ino || ns != self {
+		t.Errorf("PeerGroup = %+v, %d, %v, %v; want %+v, %d (the scope's inode), %v", cred, id, ns, err, wantCred, st.Ino, self)
+	}
+
+	p.exit(t)
+	if cred, _, _, err := PeerGroup(conn); !errors.Is(err, ErrNoProcess) || cred != wantCred {
+		t.Errorf("PeerGroup after the peer was reaped = %+v, %v; want %+v and ErrNoProcess", cred, err, wantCred)
+	}
+}

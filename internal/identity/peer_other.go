@@ -27,3 +27,10 @@ func PeerIdentity(conn *net.UnixConn) (Cred, Identity, error) {
 func PeerNetNS(conn *net.UnixConn) (Cred, Identity, NetNS, error) {
 	return Cred{}, Identity{}, NetNS{}, fmt.Errorf("peer identity: %w", errors.ErrUnsupported)
 }
+
+// PeerGroup returns the credentials, cgroup2 group id and network
+// namespace of the process at the other end of conn. Outside Linux it
+// always fails with errors.ErrUnsupported.
+func PeerGroup(conn *net.UnixConn) (Cred, uint64, NetNS, error) {
+	return Cred{}, 0, NetNS{}, fmt.Errorf("peer group: %w", errors.ErrUnsupported)
+}

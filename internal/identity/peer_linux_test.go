@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
@@ -157,22 +158,28 @@ func (p *peerProcess) exit(t *testing.T) {
 	}
 }
 
-func TestPeerIdentityOfProcessInScope(t *testing.T) {
-	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "coder")
+// peerInScope starts a peer, moves it into scope sc of tree c and
+// returns it and the connection it made.
+func peerInScope(t *testing.T, c *testutil.CgroupTree, sc scope.Identity) (*peerProcess, *net.UnixConn) {
+	t.Helper()
 	socket := filepath.Join(t.TempDir(), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-
 	p := startPeer(t, socket)
-	pid := p.cmd.Process.Pid
-	isolateSystemdHierarchy(t, c, pid)
-	movePID(t, filepath.Join(c.Mounts.V2, want.Path), pid)
+	isolateSystemdHierarchy(t, c, p.cmd.Process.Pid)
+	movePID(t, filepath.Join(c.Mounts.V2, sc.Path), p.cmd.Process.Pid)
 	p.dial(t)
-	conn := accept(t, l)
+	return p, accept(t, l)
+}
+
+func TestPeerIdentityOfProcessInScope(t *testing.T) {
+	c := testutil.NewCgroupTree(t)
+	want := newScope(t, c, "coder")
+	p, conn := peerInScope(t, c, want)
+	pid := p.cmd.Process.Pid
 
 	cred, got, err := PeerIdentity(conn)
 	wantCred := Cred{PID: pid, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
@@ -248,18 +255,9 @@ func TestNotReaped(t *testing.T) {
 func TestPeerGroup(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
 	sc := newScope(t, c, "coder")
-	dir := filepath.Join(c.Mounts.V2, sc.Path)
-	socket := filepath.Join(t.TempDir(), "s.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	p := startPeer(t, socket)
+	p, conn := peerInScope(t, c, sc)
 	pid := p.cmd.Process.Pid
-	movePID(t, dir, pid)
-	p.dial(t)
-	conn := accept(t, l)
+	dir := filepath.Join(c.Mounts.V2, sc.Path)
 
 	cred, id, ns, err := PeerGroup(conn)
 	if errors.Is(err, errors.ErrUnsupported) {

@@ -262,6 +262,8 @@ type watch struct {
 	wake     chan struct{}
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// stop ends the watch and waits for its marshalctl; once.
+	stop func()
 }
 
 func (d *daemon) watch(kind string) *watch {
@@ -289,11 +291,12 @@ func (d *daemon) watch(kind string) *watch {
 			w.add(raw)
 		}
 	}()
-	t.Cleanup(func() {
+	w.stop = sync.OnceFunc(func() {
 		cancel()
 		cmd.Wait()
 		<-w.done
 	})
+	t.Cleanup(w.stop)
 	return w
 }
 

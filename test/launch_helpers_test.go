@@ -79,11 +79,15 @@ func startLaunchDaemon(t testing.TB, manifests string, workspaces ...string) *da
 func (d *daemon) waitReady(workspaces ...string) {
 	t := d.t
 	t.Helper()
+	// The watches end here: a benchmark that follows times launches, not
+	// the watchers' work on every status they change.
 	w := d.watch("workspaces")
+	defer w.stop()
 	for _, name := range workspaces {
 		w.until(t, name, "ready", func(o map[string]any) bool { return conditionIs(o, "Ready", "True") })
 	}
 	h := d.watch("hosts")
+	defer h.stop()
 	h.mu.Lock()
 	var host string
 	for name := range h.objects {

@@ -36,8 +36,10 @@ func BenchmarkMove(b *testing.B) {
 		proc.Process.Kill()
 		proc.Wait()
 	})
-	// Longer than a grace period on any kernel configuration: the lock's
-	// wait is back to its start.
+	// The idle time is the condition measured, not a wait for an event:
+	// the kernel tells no one when the lock's grace period has passed.
+	// Longer than one on any kernel configuration, it brings the lock's
+	// wait back to its start.
 	const idle = 60 * time.Millisecond
 	n := 0
 	move := func() time.Duration {

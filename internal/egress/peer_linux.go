@@ -41,27 +41,7 @@ func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
 		p := x.tcpPeer(c)
 		return p, attribute(p, x.launches), nil
 	case *net.UnixConn:
-		if p, ok := x.unixPeer(c); ok {
-			return p, attribute(p, x.launches), nil
-		}
-		p := &peer{transport: TransportUnix}
-		cred, id, ns, err := identity.PeerNetNS(c)
-		p.netns = ns
-		p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
-		switch {
-		case err == nil:
-			p.cgroup = id.Path
-			if id.Hierarchy != identity.Unified {
-				// A scope found in systemd's v1 hierarchy only: its
-				// cgroup2 path is not known, and launches record those.
-				p.cgroup = ""
-			}
-		case errors.Is(err, identity.ErrNotManaged):
-			return p, attribution{unscoped: UnscopedNone}, nil
-		default:
-			return p, attribution{unscoped: UnscopedUnknown}, nil
-		}
-		return p, attribute(p, x.launches), nil
+		return x.unixPeer(c)
 	}
 	return nil, attribution{}, fmt.Errorf("%T: %w", c, ErrUnsupportedListener)
 }
@@ -81,22 +61,34 @@ func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
 	return p
 }
 
-// unixPeer asks the kernel which group the peer process is in, by its
-// id, and finds where that group is, as for a TCP peer; false when the
-// kernel cannot say so (before Linux 6.13), and /proc must.
-func (x *identifier) unixPeer(c *net.UnixConn) (*peer, bool) {
+// unixPeer asks the kernel which group the peer process is in: by its
+// id, found as a TCP peer's is, where the kernel names it (Linux 6.13),
+// else read from /proc.
+func (x *identifier) unixPeer(c *net.UnixConn) (*peer, attribution, error) {
 	p := &peer{transport: TransportUnix}
-	cred, id, ns, err := identity.PeerGroup(c)
-	if errors.Is(err, errors.ErrUnsupported) {
-		return nil, false
+	cred, gid, ns, err := identity.PeerGroup(c)
+	var id identity.Identity
+	byID := !errors.Is(err, errors.ErrUnsupported)
+	if !byID {
+		cred, id, ns, err = identity.PeerNetNS(c)
 	}
+	p.netns = ns
 	p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
-	if err != nil {
-		return p, true // gone, or not to be looked at: an unknown peer
+	switch {
+	case err == nil && byID:
+		p.cgroupID = gid
+		p.cgroup, _ = x.cgroups.path(gid, x.scopePaths)
+	case err == nil && id.Hierarchy == identity.Unified:
+		p.cgroup = id.Path
+	case err == nil:
+		// A scope found in systemd's v1 hierarchy only: its cgroup2 path
+		// is not known, and launches record those.
+	case errors.Is(err, identity.ErrNotManaged):
+		return p, attribution{unscoped: UnscopedNone}, nil
+	default:
+		return p, attribution{unscoped: UnscopedUnknown}, nil
 	}
-	p.netns, p.cgroupID = ns, id
-	p.cgroup, _ = x.cgroups.path(id, x.scopePaths)
-	return p, true
+	return p, attribute(p, x.launches), nil
 }
 
 // owner returns a process of the peer's group that holds its TCP socket,

@@ -31,34 +31,53 @@ func SelfNetNS() (NetNS, error) {
 // identity with it, until it is closed. The error wraps ErrNoProcess when
 // the process is gone.
 func OpenNetNS(pidfd, pid int) (*os.File, NetNS, error) {
+	fd, ns, err := openNetNS(pidfd, pid)
+	if err != nil {
+		return nil, NetNS{}, err
+	}
+	return os.NewFile(uintptr(fd), "netns"), ns, nil
+}
+
+// netNSOf is the network namespace of the process pidfd names, as
+// OpenNetNS finds it, with nothing left open.
+func netNSOf(pidfd, pid int) (NetNS, error) {
+	fd, ns, err := openNetNS(pidfd, pid)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return ns, err
+}
+
+// openNetNS is OpenNetNS's descriptor.
+func openNetNS(pidfd, pid int) (int, NetNS, error) {
 	fd, err := unix.IoctlRetInt(pidfd, pidfdGetNetNamespace)
 	switch {
 	case err == nil:
 	case errors.Is(err, unix.ESRCH):
-		return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+		return -1, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	case errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
 		fd, err = unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-			return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+			return -1, NetNS{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 		}
 		if err != nil {
-			return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+			return -1, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
 		}
 		// Until it is reaped a process keeps its pid: one not reaped now
 		// is the one whose namespace was opened.
 		if err := notReaped(pidfd); err != nil {
 			unix.Close(fd)
-			return nil, NetNS{}, fmt.Errorf("pid %d: %w", pid, err)
+			return -1, NetNS{}, fmt.Errorf("pid %d: %w", pid, err)
 		}
 	default:
-		return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+		return -1, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return nil, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
+		return -1, NetNS{}, fmt.Errorf("network namespace of pid %d: %w", pid, err)
 	}
-	return os.NewFile(uintptr(fd), "netns"), NetNS{Dev: st.Dev, Ino: st.Ino}, nil
+	return fd, NetNS{Dev: st.Dev, Ino: st.Ino}, nil
 }
 
 // PeerNetNS returns the credentials, identity and network namespace of
@@ -74,12 +93,9 @@ func PeerNetNS(conn *net.UnixConn) (Cred, Identity, NetNS, error) {
 	var ns NetNS
 	if pidfd >= 0 {
 		defer unix.Close(pidfd)
-		f, n, err := OpenNetNS(pidfd, cred.PID)
-		if err != nil {
+		if ns, err = netNSOf(pidfd, cred.PID); err != nil {
 			return cred, Identity{}, NetNS{}, fmt.Errorf("peer: %w", err)
 		}
-		f.Close()
-		ns = n
 	} else if cred.PID > 0 {
 		var st unix.Stat_t
 		if err := unix.Stat("/proc/"+strconv.Itoa(cred.PID)+"/ns/net", &st); err != nil {
@@ -121,10 +137,9 @@ func PeerGroup(conn *net.UnixConn) (Cred, uint64, NetNS, error) {
 	case info.Mask&unix.PIDFD_INFO_CGROUPID == 0:
 		return cred, 0, NetNS{}, fmt.Errorf("peer group: the kernel names none: %w", errors.ErrUnsupported)
 	}
-	f, ns, err := OpenNetNS(pidfd, cred.PID)
+	ns, err := netNSOf(pidfd, cred.PID)
 	if err != nil {
 		return cred, 0, NetNS{}, fmt.Errorf("peer: %w", err)
 	}
-	f.Close()
 	return cred, info.Cgroupid, ns, nil
 }

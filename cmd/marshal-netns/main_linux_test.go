@@ -56,7 +56,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(agentEnv) != "" {
 		os.Exit(agent())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if fix.dir != "" {
+		os.RemoveAll(fix.dir)
+	}
+	os.Exit(code)
 }
 
 func agent() int {

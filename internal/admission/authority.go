@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,9 @@ type Authority struct {
 	pressure  PressureSource
 	measure   func() (Machine, error)
 	bootID    string
+	// selfStart is the start time of the process the authority runs in,
+	// 0 when unknown: a principal that is this process is alive.
+	selfStart uint64
 	// epoch tells principals of this opening from those of an earlier one.
 	epoch uint64
 
@@ -171,6 +175,9 @@ func Open(path string, opts Options) (*Authority, error) {
 		return nil, err
 	}
 	a.bootID = boot
+	if start, err := a.inspector.StartTime(os.Getpid()); err == nil {
+		a.selfStart = start
+	}
 	var e [8]byte
 	rand.Read(e[:])
 	a.epoch = binary.LittleEndian.Uint64(e[:]) | 1
@@ -191,7 +198,9 @@ func Open(path string, opts Options) (*Authority, error) {
 			n := recovered(r, boot)
 			recs[n.ID] = n
 			t.Charged = t.Charged.Sub(r.charge()).Add(n.charge())
-			if !n.Phase.Charged() {
+			if n.Phase.Charged() {
+				l.charged[n.ID] = n
+			} else {
 				t.Count--
 				delete(l.charged, n.ID)
 			}
@@ -624,6 +633,9 @@ func (b *batch) beginLaunch(p Principal, key string, now time.Time) (Launch, err
 
 // alive checks that the principal's process still runs as itself.
 func (a *Authority) alive(p Principal) error {
+	if p.process.PID == os.Getpid() && p.process.StartTime == a.selfStart && a.selfStart != 0 {
+		return nil // the process asking is the one answering
+	}
 	start, err := a.inspector.StartTime(p.process.PID)
 	if errors.Is(err, ErrNoProcess) || (err == nil && start != p.process.StartTime) {
 		return fmt.Errorf("pid %d is no longer the registered process: %w", p.process.PID, ErrUnauthorized)
@@ -675,7 +687,7 @@ func (a *Authority) BindAndAuthorize(ctx context.Context, p Principal, key strin
 				return Run{}, err
 			}
 		}
-		return b.authorizeRun(p, key, permit, now)
+		return b.authorizeRun(p, key, permit, now, root)
 	})
 }
 
@@ -753,11 +765,13 @@ func (a *Authority) AuthorizeRun(ctx context.Context, p Principal, key string, p
 		return Run{}, err
 	}
 	now := a.clock.Now()
-	return call(ctx, a, now, func(b *batch) (Run, error) { return b.authorizeRun(p, key, permit, now) })
+	return call(ctx, a, now, func(b *batch) (Run, error) { return b.authorizeRun(p, key, permit, now, p.process) })
 }
 
-// authorizeRun is AuthorizeRun inside the batch.
-func (b *batch) authorizeRun(p Principal, key string, permit Permit, now time.Time) (Run, error) {
+// authorizeRun is AuthorizeRun inside the batch. verified is a process
+// this request found running as itself before it was queued: a bound
+// root that is verified is not read again.
+func (b *batch) authorizeRun(p Principal, key string, permit Permit, now time.Time, verified Process) (Run, error) {
 	r, err := b.owned(p, key, now)
 	if err != nil {
 		return Run{}, err
@@ -768,7 +782,7 @@ func (b *batch) authorizeRun(p Principal, key string, permit Permit, now time.Ti
 	if r.Phase != PhaseScopeBound && r.Phase != PhaseRunAuthorized {
 		return Run{}, fmt.Errorf("attempt %s is %s: %w", key, r.Phase, ErrInvalidTransition)
 	}
-	if r.Root == nil || *r.Root != p.process && b.a.runsAsItself(*r.Root) != nil {
+	if r.Root == nil || *r.Root != verified && b.a.runsAsItself(*r.Root) != nil {
 		return Run{}, fmt.Errorf("attempt %s: the bound process is not running: %w", key, ErrUnauthorized)
 	}
 	if r.Phase == PhaseRunAuthorized {
@@ -1021,36 +1035,18 @@ func (a *Authority) processGone(p Process) bool {
 }
 
 // Charged returns every charged attempt as of the last commit, for the
-// agent controller's reconcile pass.
+// agent controller's reconcile pass, in the order of their IDs.
 func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []Record
-	// The read transaction begins under mu, so it sees the commit that
-	// last changed the charged set, and no later one changed it.
 	a.mu.Lock()
-	tx, err := a.db.Begin(false)
-	ids := slices.Collect(maps.Keys(a.led.charged))
-	seqs := make(map[string]uint64, len(ids))
-	for _, id := range ids {
-		seqs[id] = a.led.keys[id]
+	out := make([]Record, 0, len(a.led.charged))
+	for _, r := range a.led.charged {
+		out = append(out, *r.clone())
 	}
 	a.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	slices.Sort(ids)
-	attempts := tx.Bucket(bucketAttempts)
-	for _, id := range ids {
-		key := attemptKey(seqs[id])
-		r, err := decodeRecord(seqs[id], id, attempts.Get(key))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *r)
-	}
+	slices.SortFunc(out, func(x, y Record) int { return strings.Compare(x.ID, y.ID) })
 	return out, nil
 }
 

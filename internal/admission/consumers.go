@@ -282,7 +282,7 @@ func (b *batch) retireEnded(consumer string) {
 func (b *batch) chargedIDs() []string {
 	ids := slices.Collect(maps.Keys(b.a.led.charged))
 	for id, r := range b.recs {
-		if r.Phase.Charged() && !b.a.led.charged[id] {
+		if _, known := b.a.led.charged[id]; r.Phase.Charged() && !known {
 			ids = append(ids, id)
 		}
 	}

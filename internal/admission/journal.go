@@ -292,7 +292,7 @@ type loaded struct {
 	// of the next new attempt.
 	keys      map[string]uint64
 	next      uint64
-	charged   map[string]bool
+	charged   map[string]*Record
 	prepared  map[string]time.Time
 	owners    map[string]ownerRecord
 	instances map[instanceKey]instanceRecord
@@ -357,7 +357,7 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	if err := json.Unmarshal(meta.Get(keyTotals), &stored); err != nil {
 		return nil, fmt.Errorf("totals: %w: %w", ErrJournalInconsistent, err)
 	}
-	l = &loaded{keys: map[string]uint64{}, next: 1, charged: map[string]bool{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{},
+	l = &loaded{keys: map[string]uint64{}, next: 1, charged: map[string]*Record{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{},
 		instances: map[instanceKey]instanceRecord{}, migrate: schema == schemaWithoutInstances}
 	// Walking every record first touches every page of the tree in this
 	// goroutine, where a fault is recovered, before bbolt's checker walks
@@ -382,7 +382,7 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 		if !r.Phase.Charged() {
 			return nil
 		}
-		l.charged[r.ID] = true
+		l.charged[r.ID] = r
 		l.totals.Charged = l.totals.Charged.Add(r.Reservation.Quantities)
 		l.totals.Count++
 		switch {

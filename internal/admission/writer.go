@@ -33,9 +33,13 @@ type ledger struct {
 	totals totals
 	// keys maps every recorded attempt's ID to its journal sequence; next
 	// is the sequence of the next new attempt.
-	keys     map[string]uint64
-	next     uint64
-	charged  map[string]bool      // every charged attempt
+	keys map[string]uint64
+	next uint64
+	// charged holds the committed record of every charged attempt: the
+	// attempts a launch reads and changes, which would otherwise be
+	// decoded from the journal in every transaction that touches them.
+	// Records are immutable; each is the ledger's own copy.
+	charged  map[string]*Record
 	prepared map[string]time.Time // deadline of every prepared attempt
 	due      deadlines            // the same, in deadline order; may hold stale entries
 	owners   map[string]ownerRecord
@@ -120,6 +124,11 @@ func (b *batch) rollback(mark int) {
 func (b *batch) record(id string) (*Record, error) {
 	if r, ok := b.recs[id]; ok {
 		return r, nil
+	}
+	if r := b.a.led.charged[id]; r != nil {
+		// A copy: what a request returns may leave the package, and the
+		// ledger's own must not change with it.
+		return r.clone(), nil
 	}
 	seq, ok := b.key(id)
 	if !ok {
@@ -257,7 +266,7 @@ func (a *Authority) apply(b *batch) {
 	l.next = b.next
 	for id, r := range b.recs {
 		if r.Phase.Charged() {
-			l.charged[id] = true
+			l.charged[id] = r.clone()
 		} else {
 			delete(l.charged, id)
 		}

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -107,6 +108,78 @@ spec:
 	})
 }
 
+// A Profile that marshal refuses is told on the Profile itself, in an
+// Event whose regarding is its uid, as kubectl describe shows it: one
+// that never loaded by an Invalid Event, one that loaded and then failed
+// by the LoadFailed Event of its Invalid condition, its last good
+// version kept.
+func TestKubernetesRefusedProfileIsToldOnTheProfile(t *testing.T) {
+	server, client := kubeAPI(t)
+	for _, name := range []string{"fleet-never", "fleet-broken"} {
+		deleteObject(t, client, profilesGVR, name)
+		t.Cleanup(func() { deleteObject(t, client, profilesGVR, name) })
+	}
+	d := newDaemon(t)
+	d.startKube(server, 4, "host-4")
+	profiles := d.watch("profiles")
+	// The CRD's schema takes a range with bits set beyond its prefix;
+	// marshal does not.
+	refused := func(name string) string {
+		return fmt.Sprintf(`apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: %s}
+spec:
+  limits: {cpu_milli: 300}
+  egress: {default: deny, rules: [{action: allow, cidrs: ["10.20.0.1/16"]}]}
+`, name)
+	}
+	uid := func(t *testing.T, name string) string {
+		t.Helper()
+		o, err := client.Resource(profilesGVR).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(o.GetUID())
+	}
+	// toldOn waits for this host's latest Event with reason about the
+	// Profile of uid, and checks what it says.
+	toldOn := func(t *testing.T, name, uid, reason string) {
+		t.Helper()
+		e := waitEvents(t, client, "a "+reason+" Event about Profile "+name, func(e *unstructured.Unstructured) bool {
+			r, _, _ := unstructured.NestedString(e.Object, "reason")
+			about, _, _ := unstructured.NestedString(e.Object, "regarding", "uid")
+			return r == reason && about == uid
+		}, func(seen map[string]*unstructured.Unstructured) bool { return seen["host-4"] != nil })["host-4"]
+		kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
+		about, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
+		typ, _, _ := unstructured.NestedString(e.Object, "type")
+		note, _, _ := unstructured.NestedString(e.Object, "note")
+		if kind != "Profile" || about != name || typ != "Warning" ||
+			!strings.Contains(note, "profile/"+name+": ") || !strings.Contains(note, "spec.egress.rules[0].cidrs[0]") {
+			t.Errorf("the Event %s: %s about %s %s, note %q; want a Warning about Profile %s naming the object and the field",
+				e.GetName(), typ, kind, about, note, name)
+		}
+	}
+
+	t.Run("never_loaded", func(t *testing.T) {
+		applyObject(t, client, refused("fleet-never"))
+		toldOn(t, "fleet-never", uid(t, "fleet-never"), "Invalid")
+		if o := profiles.latest("fleet-never"); o != nil {
+			t.Errorf("a Profile that never loaded is declared: %v", o)
+		}
+	})
+	t.Run("loaded_then_failed", func(t *testing.T) {
+		applyObject(t, client, kubeProfile("fleet-broken", "ci", 300))
+		profiles.until(t, "fleet-broken", "ready", func(o map[string]any) bool { return conditionIs(o, "Ready", "True") })
+		applyObject(t, client, refused("fleet-broken"))
+		toldOn(t, "fleet-broken", uid(t, "fleet-broken"), "LoadFailed")
+		o := profiles.until(t, "fleet-broken", "invalid", func(o map[string]any) bool { return conditionIs(o, "Invalid", "True") })
+		if field(o, "spec", "egress") != nil || !conditionIs(o, "Ready", "True") {
+			t.Errorf("the refused version took effect: %v", o)
+		}
+	})
+}
+
 // Two marshald on one machine, each its own host: each reports its own
 // Host's status (its capacity, its backend) and renews its own Lease, and
 // neither's writes conflict with the other's.
@@ -169,7 +242,7 @@ func TestKubernetesTwoHostsKeepTheirOwnStatusAndLease(t *testing.T) {
 		t.Errorf("host-1 is not Ready: %v", conds)
 	}
 	// A Profile that marshal refuses, and that never loaded, is told by
-	// each host that took it, in an Event of its own about its own Host:
+	// each host that took it, in an Event of its own about the Profile:
 	// the host is its reporting instance and in its name.
 	deleteObject(t, client, profilesGVR, "fleet-refused")
 	t.Cleanup(func() { deleteObject(t, client, profilesGVR, "fleet-refused") })
@@ -179,6 +252,10 @@ metadata: {name: fleet-refused}
 spec:
   egress: {default: deny, rules: [{action: allow, cidrs: ["10.20.0.1/16"]}]}
 `)
+	refused, err := client.Resource(profilesGVR).Get(t.Context(), "fleet-refused", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	reported := waitEvents(t, client, "an Event about fleet-refused from each host", func(e *unstructured.Unstructured) bool {
 		note, _, _ := unstructured.NestedString(e.Object, "note")
 		reason, _, _ := unstructured.NestedString(e.Object, "reason")
@@ -191,8 +268,10 @@ spec:
 		typ, _, _ := unstructured.NestedString(e.Object, "type")
 		kind, _, _ := unstructured.NestedString(e.Object, "regarding", "kind")
 		about, _, _ := unstructured.NestedString(e.Object, "regarding", "name")
-		if ctl != "marshal.dev/marshald" || typ != "Warning" || kind != "Host" || about != inst || !strings.Contains(e.GetName(), "."+inst+".") {
-			t.Errorf("the Event %s reported by %s: controller %q, type %q, about %s %s", e.GetName(), inst, ctl, typ, kind, about)
+		uid, _, _ := unstructured.NestedString(e.Object, "regarding", "uid")
+		if ctl != "marshal.dev/marshald" || typ != "Warning" || kind != "Profile" || about != "fleet-refused" || uid != string(refused.GetUID()) ||
+			!strings.Contains(e.GetName(), "."+inst+".") {
+			t.Errorf("the Event %s reported by %s: controller %q, type %q, about %s %s (uid %s)", e.GetName(), inst, ctl, typ, kind, about, uid)
 		}
 	}
 }

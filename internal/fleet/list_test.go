@@ -60,17 +60,19 @@ func (s *sink) get(kind, name string) *source.Declaration {
 	return s.declared[reconcile.Key{Kind: kind, Name: name}]
 }
 
-// events keeps the reasons recorded.
+// events keeps the reasons recorded, and what each was about.
 type events struct {
 	mu      sync.Mutex
 	reasons []string
+	about   []reconcile.Key
 }
 
-func (e *events) Normal(obj reconcile.Key, reason, message string)  { e.add(reason) }
-func (e *events) Warning(obj reconcile.Key, reason, message string) { e.add(reason) }
-func (e *events) add(reason string) {
+func (e *events) Normal(obj reconcile.Key, reason, message string)  { e.add(obj, reason) }
+func (e *events) Warning(obj reconcile.Key, reason, message string) { e.add(obj, reason) }
+func (e *events) add(obj reconcile.Key, reason string) {
 	e.mu.Lock()
 	e.reasons = append(e.reasons, reason)
+	e.about = append(e.about, obj)
 	e.mu.Unlock()
 }
 
@@ -180,6 +182,42 @@ func TestListCarriesOutDeletionsAndHoldsAnEmptiedList(t *testing.T) {
 	if !l.feed.ConfirmEmpty() || len(sk.names()) != 0 {
 		t.Errorf("confirming the emptying left %q", sk.names())
 	}
+}
+
+// An object that never loaded is told on itself, not on the API: it has
+// no Invalid condition to say why it is not declared. An emptying is the
+// list's, told on the API.
+func TestListTellsAnObjectThatNeverLoadedOnItself(t *testing.T) {
+	l, sk, ev := newTestList(t)
+	if err := l.Replace([]any{apiProfile("good", 100), apiProfile("bad", -1)}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(sk.names()); got != "[Profile/good]" {
+		t.Fatalf("after a list: %s, want Profile/good only", got)
+	}
+	want := []string{"Invalid Profile/bad"}
+	if got := ev.told(); !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	l.Replace(nil, "2")
+	want = append(want, "EmptiedHeld "+KindAPI+"/profiles")
+	if got := ev.told(); !slices.Equal(got, want) {
+		t.Errorf("after an emptying: events %q, want %q", got, want)
+	}
+}
+
+// told returns each event recorded but the API's answering, as
+// "REASON KIND/NAME".
+func (e *events) told() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for i, r := range e.reasons {
+		if r != "APIReachable" {
+			out = append(out, r+" "+e.about[i].String())
+		}
+	}
+	return out
 }
 
 func cacheTombstone(obj *unstructured.Unstructured) any {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,16 +94,23 @@ func New(opts Options) *Source {
 	}
 	s := &Source{opts: opts, log: log.With("component", "kubernetes"), synced: make(chan struct{}), uids: map[reconcile.Key]string{}}
 	for _, k := range kindsWatched {
+		prefix := unit(k.kind, "")
 		origin := source.Origin{
 			Key:  reconcile.Key{Kind: KindAPI, Name: k.resource},
 			Name: s.describe(k.kind, k.resource),
+			// An object that never loaded is told on itself, as one
+			// that stopped loading is by its Invalid condition.
+			Unit: func(name string) (reconcile.Key, bool) {
+				name, ok := strings.CutPrefix(name, prefix)
+				return reconcile.Key{Kind: k.kind, Name: name}, ok
+			},
 		}
 		s.lists = append(s.lists, &list{
 			src: s, kind: k.kind, sums: map[string][32]byte{},
 			gvr: schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: k.resource},
 			feed: source.NewFeed(source.FeedOptions{
 				Origin: origin, Sink: opts.Sink, Store: opts.Store, Bucket: state.APILastGood,
-				Prefix: unit(k.kind, ""), Recorder: opts.Recorder, Logger: s.log,
+				Prefix: prefix, Recorder: opts.Recorder, Logger: s.log,
 			}),
 		})
 	}

@@ -238,7 +238,8 @@ func (d *declarations) confirmEmpty() (outcome, bool) {
 // fileEvent is the event, if any, of a file that declares no object and
 // starts or stops failing. The objects of a failing file get an Invalid
 // condition from their controllers, with its own event; a file with none
-// has only the config dir to be reported against.
+// has only its origin to be reported against, or the object it stands
+// for when the origin names one.
 func (d *declarations) fileEvent(rel string, old, fresh *fileState) (event, bool) {
 	if len(fresh.good) > 0 {
 		return event{}, false
@@ -249,9 +250,9 @@ func (d *declarations) fileEvent(rel string, old, fresh *fileState) (event, bool
 		if n := len(fresh.errs) - 1; n > 0 {
 			msg += fmt.Sprintf(" (and %d more)", n)
 		}
-		return event{true, d.origin.Key, "Invalid", msg}, true
+		return event{true, d.origin.unitKey(rel), "Invalid", msg}, true
 	case old != nil && len(old.errs) > 0:
-		return event{false, d.origin.Key, "Valid", rel + " loads again"}, true
+		return event{false, d.origin.unitKey(rel), "Valid", rel + " loads again"}, true
 	}
 	return event{}, false
 }

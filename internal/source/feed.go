@@ -16,10 +16,25 @@ import (
 // Origin names where a Feed's units come from.
 type Origin struct {
 	// Key is what events about the origin itself (an emptying held, a
-	// unit that declares nothing and fails) are recorded against.
+	// unit that declares nothing and fails, unless Unit names its object)
+	// are recorded against.
 	Key reconcile.Key
 	// Name names the origin in messages, as "config dir /etc/marshal".
 	Name string
+	// Unit, when set, returns the object a unit stands for whatever it
+	// loads to (an object of an API is one unit): the events of a unit
+	// that declares nothing are recorded against it instead of Key.
+	Unit func(unit string) (reconcile.Key, bool)
+}
+
+// unitKey returns what the events of unit are recorded against.
+func (o Origin) unitKey(unit string) reconcile.Key {
+	if o.Unit != nil {
+		if k, ok := o.Unit(unit); ok {
+			return k
+		}
+	}
+	return o.Key
 }
 
 // dirOrigin is the origin of a config dir.

@@ -88,9 +88,9 @@ type Authority struct {
 	pressure  PressureSource
 	measure   func() (Machine, error)
 	bootID    string
-	// selfStart is the start time of the process the authority runs in,
-	// 0 when unknown: a principal that is this process is alive.
-	selfStart uint64
+	// self is the process the authority runs in, its start time 0 when
+	// unknown: a principal that is this process is alive.
+	self Process
 	// epoch tells principals of this opening from those of an earlier one.
 	epoch uint64
 
@@ -175,8 +175,9 @@ func Open(path string, opts Options) (*Authority, error) {
 		return nil, err
 	}
 	a.bootID = boot
-	if start, err := a.inspector.StartTime(os.Getpid()); err == nil {
-		a.selfStart = start
+	a.self.PID = os.Getpid()
+	if start, err := a.inspector.StartTime(a.self.PID); err == nil {
+		a.self.StartTime = start
 	}
 	var e [8]byte
 	rand.Read(e[:])
@@ -633,7 +634,7 @@ func (b *batch) beginLaunch(p Principal, key string, now time.Time) (Launch, err
 
 // alive checks that the principal's process still runs as itself.
 func (a *Authority) alive(p Principal) error {
-	if p.process.PID == os.Getpid() && p.process.StartTime == a.selfStart && a.selfStart != 0 {
+	if p.process.PID == a.self.PID && p.process.StartTime == a.self.StartTime && a.self.StartTime != 0 {
 		return nil // the process asking is the one answering
 	}
 	start, err := a.inspector.StartTime(p.process.PID)

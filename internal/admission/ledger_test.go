@@ -55,9 +55,9 @@ func TestChargedRecordsAreTheJournals(t *testing.T) {
 	checkLedger(t, h, 2)
 }
 
-// checkLedger checks that Charged lists want attempts and that each, and
-// the ledger's own copy, encodes to what the journal stores for it.
-// So must each of answers.
+// checkLedger checks that Charged lists want attempts and that each, the
+// ledger's own copy and any of answers about it encode to what the
+// journal stores for it.
 func checkLedger(t *testing.T, h *harness, want int, answers ...Record) {
 	t.Helper()
 	charged, err := h.a.Charged(t.Context())
@@ -68,15 +68,15 @@ func checkLedger(t *testing.T, h *harness, want int, answers ...Record) {
 		t.Fatalf("Charged lists %d attempts, want %d", len(charged), want)
 	}
 	h.a.mu.Lock()
-	ledger := map[string]*Record{}
+	ledger, seqs := map[string]*Record{}, map[string]uint64{}
 	for id, r := range h.a.led.charged {
-		ledger[id] = r.clone()
+		ledger[id], seqs[id] = r.clone(), h.a.led.keys[id]
 	}
 	h.a.mu.Unlock()
 	err = h.a.db.View(func(tx *bolt.Tx) error {
 		attempts := tx.Bucket(bucketAttempts)
 		for _, r := range charged {
-			stored := attempts.Get(attemptKey(h.a.led.keys[r.ID]))
+			stored := attempts.Get(attemptKey(seqs[r.ID]))
 			held := map[string]*Record{"Charged": &r, "the ledger": ledger[r.ID]}
 			for i := range answers {
 				if answers[i].ID == r.ID {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
@@ -33,14 +34,17 @@ import (
 // a fake one shared by the authority and the Launcher, so that deadlines
 // and timeouts are stepped, never slept.
 type harness struct {
-	t        testing.TB
-	clock    *testclock.FakeClock
-	journal  string
-	auth     *admission.Authority
-	stopAuth func()
-	capacity admission.Budget
-	caps     cgroup.Capabilities
-	backend  cgroup.Backend
+	t     testing.TB
+	clock *testclock.FakeClock
+	// launcherClock is clock as the Launcher sees it, telling when it
+	// arms a timer.
+	launcherClock *armingClock
+	journal       string
+	auth          *admission.Authority
+	stopAuth      func()
+	capacity      admission.Budget
+	caps          cgroup.Capabilities
+	backend       cgroup.Backend
 	// mount is where the backend's cgroup2 tree is mounted; fake is set
 	// when that tree is cgrouptest's.
 	mount string
@@ -216,7 +220,7 @@ func (h *harness) start() *Launcher {
 	poke := func(string) { h.poke() }
 	l, err := New(Options{
 		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
-		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.clock,
+		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.armingClock(),
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), Network: h.network,
 	})
 	if err != nil {
@@ -477,4 +481,61 @@ func (h *harness) settle(plan Plan) {
 	if err := h.l.Forget(h.t.Context(), plan.ID); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// armingClock is a fake clock that tells each arming of a timer made of
+// it, and for when: the Launcher arms its timeout timer on its own
+// goroutine, after a launch returns, for a delay it took from the clock a
+// moment before; a test that steps the clock in that moment would have it
+// armed late. Tests wait for the arming before they step.
+type armingClock struct {
+	*testclock.FakeClock
+	armed chan struct{}
+	mu    sync.Mutex
+	at    map[time.Time]bool
+}
+
+// armingClock returns the harness's clock as a new Launcher is given
+// it: what an earlier one armed is forgotten.
+func (h *harness) armingClock() *armingClock {
+	h.launcherClock = &armingClock{FakeClock: h.clock, armed: make(chan struct{}, 1), at: map[time.Time]bool{}}
+	return h.launcherClock
+}
+
+func (c *armingClock) NewTimer(d time.Duration) clock.Timer {
+	t := &armingTimer{Timer: c.FakeClock.NewTimer(d), c: c}
+	c.note(d)
+	return t
+}
+
+// note records an arming for d from now.
+func (c *armingClock) note(d time.Duration) {
+	c.mu.Lock()
+	c.at[c.Now().Add(d)] = true
+	c.mu.Unlock()
+	select {
+	case c.armed <- struct{}{}:
+	default:
+	}
+}
+
+// waitArmed waits until a timer of the clock was armed to fire at at.
+func (c *armingClock) waitArmed(t *testing.T, at time.Time) {
+	t.Helper()
+	testutil.Eventually(t, c.armed, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.at[at]
+	}, "a timer armed for "+at.Format(time.RFC3339))
+}
+
+type armingTimer struct {
+	clock.Timer
+	c *armingClock
+}
+
+func (t *armingTimer) Reset(d time.Duration) bool {
+	ok := t.Timer.Reset(d)
+	t.c.note(d)
+	return ok
 }

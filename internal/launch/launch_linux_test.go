@@ -484,7 +484,9 @@ func TestTimeoutKillsTheScope(t *testing.T) {
 	h.start()
 	req := h.request("web")
 	req.Timeout = time.Minute
+	deadline := h.clock.Now().Add(req.Timeout)
 	c, plan := h.launch(req)
+	h.launcherClock.waitArmed(t, deadline)
 	h.clock.Step(time.Minute - time.Second)
 	select {
 	case <-c.done:

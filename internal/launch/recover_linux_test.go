@@ -184,11 +184,13 @@ func TestRestartRearmsTheTimeout(t *testing.T) {
 	h.start()
 	req := h.request("web")
 	req.Timeout = time.Minute
+	deadline := h.clock.Now().Add(req.Timeout)
 	c, plan := h.launch(req)
 	h.restart()
 	if info, ok := h.l.Info(plan.ID); !ok || info.Workspace != "web" || !strings.HasSuffix(info.Path, "/"+plan.Scope) {
 		t.Fatalf("Info after restart = %+v, %v; want the workspace and the scope's path", info, ok)
 	}
+	h.launcherClock.waitArmed(t, deadline)
 	h.clock.Step(time.Minute)
 	select {
 	case <-c.done:

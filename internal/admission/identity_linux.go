@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // Procfs is the Inspector of the running kernel.
@@ -41,7 +43,7 @@ func (p Procfs) StartTime(pid int) (uint64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
-	data, err := os.ReadFile(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
+	data, err := rawfile.Read(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}

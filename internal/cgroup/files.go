@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // Names of the cgroup interface files that marshal reads and writes. The
@@ -51,6 +54,17 @@ func ReadFile(dir, name string) (string, error) {
 		return "", notFound(err)
 	}
 	return string(bytes.TrimSpace(b)), nil
+}
+
+// An interface file is opened, read or written once and closed, with the
+// system calls alone (package rawfile).
+
+func readFile(path string) ([]byte, error) { return rawfile.Read(path) }
+
+func writeFile(path, value string) error {
+	// O_TRUNC is ignored by cgroupfs and makes the same call work on a
+	// regular file standing in for a group in tests.
+	return rawfile.Write(path, []byte(value), os.O_WRONLY|os.O_TRUNC, 0)
 }
 
 // WriteFile writes value to the interface file name in group dir, in one

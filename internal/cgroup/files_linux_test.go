@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // A group removed while one of its files is open reads ENODEV, which
@@ -30,7 +31,7 @@ func TestReadOfARemovedGroupIsNotFound(t *testing.T) {
 	if err := cgroup.RemoveGroup(dir); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cgroup.ReadFDForTest(fd, path)
+	_, err = rawfile.ReadFD(fd, path)
 	if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, unix.ENODEV) {
 		t.Fatalf("read after rmdir = %v, want an error that is fs.ErrNotExist and says ENODEV", err)
 	}

@@ -37,7 +37,3 @@ func (t *TreeWatcherForTest) Overflow() error {
 
 // Close stops watching.
 func (t *TreeWatcherForTest) Close() { t.w.close() }
-
-// ReadFDForTest reads the interface file open at fd, as the package's
-// own reads do once the file is open.
-func ReadFDForTest(fd int, path string) ([]byte, error) { return readFD(fd, path) }

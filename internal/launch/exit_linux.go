@@ -2,13 +2,13 @@ package launch
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // ExitStatus returns the wait status of the process once it has exited,
@@ -55,7 +55,7 @@ func (p *Process) reapedStatus() (syscall.WaitStatus, bool) {
 // zombieStatus is the exit code /proc/<pid>/stat shows while the process
 // is a zombie; its start time proves the pid is still this process's.
 func (p *Process) zombieStatus() (syscall.WaitStatus, bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+	data, err := rawfile.Read(fmt.Sprintf("/proc/%d/stat", p.PID))
 	if err != nil {
 		return 0, false
 	}

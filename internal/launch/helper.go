@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
@@ -203,7 +203,7 @@ func startTimeOf(pid int) (uint64, error) {
 // statFields are the fields of /proc/<pid>/stat after the command name:
 // the state first, the parent next, the start time twentieth.
 func statFields(pid int) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	data, err := rawfile.Read(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return nil, err
 	}

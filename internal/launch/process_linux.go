@@ -13,6 +13,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // PinPeer pins the process at the other end of conn, the caller of a
@@ -192,7 +193,7 @@ func (p *Process) deprioritize() (bool, error) {
 
 // readNice reads field 19 (nice) of a stat file of /proc.
 func readNice(path string) (int, error) {
-	data, err := os.ReadFile(path)
+	data, err := rawfile.Read(path)
 	if err != nil {
 		return 0, err
 	}

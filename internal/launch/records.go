@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/state"
 )
@@ -109,18 +110,11 @@ func (s FileStore) Put(_ context.Context, r Record) error {
 // writeOnce writes data to the file at path, created or truncated, in one
 // write(2).
 func writeOnce(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	err := rawfile.Write(path, data, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr != nil {
 		os.Remove(path)
 	}
-	return werr
+	return err
 }
 
 // Delete implements Store.

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // procCgroup is where a process is, as /proc/<pid>/cgroup says: its
@@ -34,7 +34,7 @@ func (p procCgroup) v1Dir(mounts map[string]string, ctrl string) string {
 // readProcCgroup reads /proc/<pid>/cgroup. A process that is gone is an
 // error wrapping cgroup.ErrNoProcess.
 func readProcCgroup(pid int) (procCgroup, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	b, err := rawfile.Read("/proc/" + strconv.Itoa(pid) + "/cgroup")
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return procCgroup{}, fmt.Errorf("pid %d: %w", pid, cgroup.ErrNoProcess)
 	}

@@ -31,6 +31,14 @@ import (
 	"github.com/marshal-dev/marshal/internal/version"
 )
 
+// eventWriteDelay is how long recorded events gather before they are
+// written to the state database. Every launch records two, as it starts
+// and as it ends: written at once, their commit and its disk flushes
+// would land while the agent starts, and a busy host would pay a commit
+// per event. A crash loses at most the last second of events; a clean
+// stop writes them all.
+const eventWriteDelay = time.Second
+
 // Daemon is one run of marshald.
 type Daemon struct {
 	cfg     Config
@@ -108,7 +116,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	d.closers = append(d.closers, d.db.Close)
-	if d.recorder, err = events.New(events.Options{Store: d.db, Logger: log}); err != nil {
+	if d.recorder, err = events.New(events.Options{Store: d.db, Clock: d.clock, Logger: log, WriteDelay: eventWriteDelay}); err != nil {
 		return nil, fmt.Errorf("loading events: %w", err)
 	}
 	if d.backend = cfg.backend; d.backend == nil {

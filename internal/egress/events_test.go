@@ -12,7 +12,7 @@ import (
 )
 
 func TestDenialsAreCountedPerDestinationAndWindow(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	rec, _ := events.New(events.Options{Clock: clk})
 	a := newAggregator(rec, clk)
 	denial := &Record{Scope: "marshal-coder-x.scope", Profile: "coder", Workspace: "webapp", Host: "evil.test", Port: 443,

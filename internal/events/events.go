@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -26,9 +27,15 @@ type Store interface {
 // Options configure a Recorder.
 type Options struct {
 	Store  Store // optional: without it, events live in memory only
-	Clock  clock.PassiveClock
+	Clock  clock.Clock
 	Keep   int
 	Logger *slog.Logger
+	// WriteDelay is how long Run lets recorded events gather before it
+	// writes them, 0 for not at all: the events of a burst then cost one
+	// commit, and none of its disk flushes lands in the moments after a
+	// launch, while the agent starts. A crash loses at most the events
+	// of its last WriteDelay.
+	WriteDelay time.Duration
 }
 
 type dedupKey struct {
@@ -42,7 +49,8 @@ type dedupKey struct {
 // seen (List) as soon as it is recorded; Run writes it to the store in
 // the background, so that recording one never waits for the disk: a
 // launch that is told as it starts is not slowed by its telling. A crash
-// may lose the events of its last moments, never reorder them.
+// may lose the events of its last moments (Options.WriteDelay), never
+// reorder them.
 type Recorder struct {
 	opts Options
 	log  *slog.Logger
@@ -59,8 +67,9 @@ type Recorder struct {
 	seq     uint64
 	changed chan struct{} // closed and replaced whenever an event is recorded
 	// pending is what the store is still to be told, by Seq: an event,
-	// or nil for one a repeat replaced.
-	pending map[uint64][]byte
+	// or nil for one a repeat replaced. Events are never changed once
+	// recorded, so the writer encodes them, off the recording's path.
+	pending map[uint64]*v1alpha1.Event
 	// stopped is set once Run has ended: from then on each event is
 	// written before its recording returns.
 	stopped bool
@@ -176,8 +185,7 @@ func (r *Recorder) add1(typ v1alpha1.EventType, obj reconcile.Key, reason, messa
 	if r.opts.Store == nil {
 		return false
 	}
-	data, _ := json.Marshal(e)
-	r.pend(e.Seq, data)
+	r.pend(e.Seq, e)
 	if r.stopped {
 		return true
 	}
@@ -189,17 +197,18 @@ func (r *Recorder) add1(typ v1alpha1.EventType, obj reconcile.Key, reason, messa
 }
 
 // pend hands the store's entry seq to the writer. The caller holds r.mu.
-func (r *Recorder) pend(seq uint64, data []byte) {
+func (r *Recorder) pend(seq uint64, e *v1alpha1.Event) {
 	if r.pending == nil {
-		r.pending = map[uint64][]byte{}
+		r.pending = map[uint64]*v1alpha1.Event{}
 	}
-	r.pending[seq] = data
+	r.pending[seq] = e
 }
 
 // Run writes recorded events to the store, those recorded before it
-// began first, until ctx ends, and then what is still pending. Events
-// recorded after it has ended are written before their recording
-// returns. Without Run, a Recorder with a Store persists nothing.
+// began first, each Options.WriteDelay after the first of them, until
+// ctx ends, and then what is still pending. Events recorded after it has
+// ended are written before their recording returns. Without Run, a
+// Recorder with a Store persists nothing.
 func (r *Recorder) Run(ctx context.Context) {
 	defer func() {
 		r.mu.Lock()
@@ -213,8 +222,27 @@ func (r *Recorder) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+			if !r.gather(ctx) {
+				return
+			}
 			r.flush()
 		}
+	}
+}
+
+// gather waits Options.WriteDelay for more events to write with those
+// pending, and reports false when ctx ended first.
+func (r *Recorder) gather(ctx context.Context) bool {
+	if r.opts.WriteDelay <= 0 {
+		return true
+	}
+	t := r.opts.Clock.NewTimer(r.opts.WriteDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }
 
@@ -230,7 +258,15 @@ func (r *Recorder) flush() {
 	if len(batch) == 0 || r.opts.Store == nil {
 		return
 	}
-	if err := r.opts.Store.WriteSeq(state.Events, batch, r.opts.Keep); err != nil {
+	puts := make(map[uint64][]byte, len(batch))
+	for seq, e := range batch {
+		var data []byte // nil: the event was replaced
+		if e != nil {
+			data, _ = json.Marshal(e)
+		}
+		puts[seq] = data
+	}
+	if err := r.opts.Store.WriteSeq(state.Events, puts, r.opts.Keep); err != nil {
 		r.log.Error("persisting events", "events", len(batch), "err", err)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/state"
+	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -34,7 +36,7 @@ func TestRepeatsAreCountedAndPersisted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	r, err := New(Options{Store: db, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ func TestListWakesWaiters(t *testing.T) {
 }
 
 func TestWarningNCountsABurstAtOnce(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	r, _ := New(Options{Clock: clk})
 	ws := reconcile.Key{Kind: v1alpha1.KindWorkspace, Name: "webapp"}
 	r.WarningN(ws, "EgressDenied", "denied evil.example:443", 5)
@@ -188,5 +190,87 @@ func TestRunWritesInTheBackground(t *testing.T) {
 	r2.Normal(coder, "D", "d")
 	if last, _ := r2.List(reconcile.Key{}, 4); len(last) != 1 || last[0].Seq != 5 {
 		t.Errorf("after reopen = %+v, want D at seq 5", last)
+	}
+}
+
+// sizedStore is a state database that tells the size of each batch it
+// is given to write.
+type sizedStore struct {
+	*state.DB
+	batches chan int
+}
+
+func (s *sizedStore) WriteSeq(b state.Bucket, puts map[uint64][]byte, keep int) error {
+	s.batches <- len(puts)
+	return s.DB.WriteSeq(b, puts, keep)
+}
+
+// timingClock is a fake clock that tells each timer made of it.
+type timingClock struct {
+	*clocktesting.FakeClock
+	timers chan time.Duration
+}
+
+func (c *timingClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.timers <- d
+	return t
+}
+
+// With a WriteDelay, Run writes the events recorded before it began at
+// once, those recorded since in one batch once the delay has passed, and
+// what is still pending when it ends.
+func TestRunGathersEventsForTheWriteDelay(t *testing.T) {
+	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &sizedStore{DB: db, batches: make(chan int, 16)}
+	clk := &timingClock{FakeClock: clocktesting.NewFakeClock(time.Unix(1000, 0)), timers: make(chan time.Duration, 16)}
+	r, err := New(Options{Store: store, Clock: clk, WriteDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(what string) int {
+		t.Helper()
+		select {
+		case n := <-store.batches:
+			return n
+		case <-time.After(testutil.Deadline):
+			t.Fatalf("Run did not write %s", what)
+			return 0
+		}
+	}
+	r.Normal(coder, "A", "a")
+	stop := running(r)
+	if n := batch("the event recorded before it began"); n != 1 {
+		t.Fatalf("the first batch holds %d events, want A alone", n)
+	}
+	r.Normal(coder, "B", "b")
+	select {
+	case d := <-clk.timers:
+		if d != time.Second {
+			t.Fatalf("Run waits %v, want the write delay, 1s", d)
+		}
+	case n := <-store.batches:
+		t.Fatalf("Run wrote %d event(s) before the write delay passed", n)
+	case <-time.After(testutil.Deadline):
+		t.Fatal("Run did not wait for the write delay")
+	}
+	r.Warning(coder, "C", "c")
+	select {
+	case n := <-store.batches:
+		t.Fatalf("Run wrote %d event(s) before the write delay passed", n)
+	default:
+	}
+	clk.Step(time.Second)
+	if n := batch("once the write delay passed"); n != 2 {
+		t.Errorf("the batch after the delay holds %d events, want B and C", n)
+	}
+	r.Normal(coder, "D", "d")
+	stop()
+	if n := batch("what was pending at its end"); n != 1 {
+		t.Errorf("the batch written at the end holds %d events, want D alone", n)
 	}
 }

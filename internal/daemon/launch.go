@@ -17,11 +17,13 @@ import (
 // newLauncher makes the launch path over the daemon's parts. It tells the
 // controllers about launches they cannot see in the tree.
 func (d *Daemon) newLauncher(mount string) error {
+	store := launch.NewFileStore(filepath.Join(d.cfg.StateDir, "launches"), d.db)
+	d.closers = append(d.closers, store.Close)
 	var err error
 	d.launcher, err = launch.New(launch.Options{
 		Authority:   d.auth,
 		Scopes:      d.backend,
-		Store:       launch.FileStore{Dir: filepath.Join(d.cfg.StateDir, "launches"), DB: d.db},
+		Store:       store,
 		Workspaces:  workspaceIndex{d.stores},
 		CgroupMount: mount,
 		Metrics:     d.metrics,

@@ -50,8 +50,10 @@ type harness struct {
 	mount string
 	fake  bool
 	db    *state.DB
-	// recordDir is where the launch records are kept.
+	// recordDir is where the launch records are kept, and store the
+	// store of the Launcher last started, as a daemon's run has one.
 	recordDir string
+	store     *FileStore
 	ws        *workspaces
 	metrics   *metrics.Metrics
 	// wrap, when set before start, wraps the authority the Launcher
@@ -218,8 +220,12 @@ func (h *harness) start() *Launcher {
 		auth = h.wrap(auth)
 	}
 	poke := func(string) { h.poke() }
+	if h.store != nil {
+		h.store.Close()
+	}
+	h.store = NewFileStore(h.recordDir, h.db)
 	l, err := New(Options{
-		Authority: auth, Scopes: h.backend, Store: FileStore{Dir: h.recordDir, DB: h.db}, Workspaces: h.ws,
+		Authority: auth, Scopes: h.backend, Store: h.store, Workspaces: h.ws,
 		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.armingClock(),
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), Network: h.network,
 	})
@@ -447,7 +453,7 @@ func (h *harness) lookup(id string) admission.Record {
 // records lists the launch records.
 func (h *harness) records() []Record {
 	h.t.Helper()
-	recs, err := FileStore{Dir: h.recordDir, DB: h.db}.List(h.t.Context())
+	recs, err := h.store.List(h.t.Context())
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -331,7 +331,7 @@ func (h *harness) putHelper(key admission.AttemptKey, proc *Process) {
 		ID: id, Profile: "coder", Attempt: id, Consumer: key.ConsumerID,
 		PID: proc.PID, UID: proc.UID, StartTime: proc.StartTime, BootID: h.l.bootID, Started: h.clock.Now(),
 	}
-	if err := (FileStore{Dir: h.recordDir, DB: h.db}).Put(h.t.Context(), rec); err != nil {
+	if err := h.store.Put(h.t.Context(), rec); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -642,7 +642,7 @@ func TestNetnsPlanRunsTheHelper(t *testing.T) {
 	if !ok || !info.Isolated {
 		t.Errorf("Info = %+v, want the launch isolated", info)
 	}
-	recs, err := FileStore{Dir: h.recordDir, DB: h.db}.List(t.Context())
+	recs, err := h.store.List(t.Context())
 	if err != nil || len(recs) != 1 || recs[0].Isolation != v1alpha1.IsolationNetns {
 		t.Errorf("records %+v, %v: want one, isolation netns", recs, err)
 	}

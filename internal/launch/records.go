@@ -1,19 +1,21 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/internal/rawfile"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/state"
 )
@@ -68,94 +70,275 @@ type Store interface {
 	NextGeneration(ctx context.Context, owner string) (uint64, error)
 }
 
-// FileStore keeps each record as a file of its own in Dir, and the
-// owner's generation in the state database.
+// FileStore keeps the records in one file of its directory, records.log,
+// a line of JSON per change (a record put, or the ID of one deleted), and
+// the owner's generation in the state database. One FileStore uses a
+// directory at a time.
 //
 // Records are written without fsync, by design: they must outlive a crash
 // of the daemon, which the kernel's page cache does, but never a reboot,
 // which ends every scope they describe (a record of an earlier boot is
 // dropped at recovery, as its scope is gone). A launch thus costs no disk
-// flush of its own. A record is written in place with one write(2), not
-// renamed over: the one reader, recovery after the daemon ended, sees all
-// of it or, when the daemon died between creating the file and writing
-// it, an empty file, which does not decode and is skipped, as is one a
-// power loss damaged. That launch never got as far as its scope. Writing
-// in place costs half of a write and rename on ext4. The generation is
-// kept durably: it must never go back.
+// flush of its own, and, the file being open already, no creation or
+// removal of one either: each change is one write(2) at the file's end,
+// which the one reader, recovery after the daemon ended, sees whole or,
+// when the daemon died in its midst, as a last line that does not decode
+// and is skipped, as is one a power loss damaged. That launch never got
+// as far as its scope. Once the lines of records deleted outweigh those
+// of records kept, the file is written anew with the kept ones alone and
+// renamed over the old: its size follows the launches that live, not the
+// launches made. Records of a version that kept a file per record, as
+// ID.json, are read too, and moved into the log by List.
 type FileStore struct {
-	Dir string
-	DB  *state.DB
+	dir string
+	db  *state.DB
+
+	mu   sync.Mutex
+	log  *os.File // open for appending; nil until first used
+	size int64    // bytes in log
+	// kept is the line of each record kept, by ID, and keptSz their
+	// bytes: what a rewrite of the log writes.
+	kept   map[string][]byte
+	keptSz int64
 }
 
-var _ Store = FileStore{}
+// NewFileStore returns the store of the records in dir, and of the
+// generations in db.
+func NewFileStore(dir string, db *state.DB) *FileStore {
+	return &FileStore{dir: dir, db: db}
+}
+
+var _ Store = (*FileStore)(nil)
+
+// logName is the name of the log in the store's directory; a rewrite is
+// made as compactName, then renamed over it.
+const (
+	logName     = "records.log"
+	compactName = "records.log.new"
+)
+
+// change is a line of the log: a record put, or the ID of one deleted.
+type change struct {
+	Put    *Record `json:"put,omitempty"`
+	Delete string  `json:"delete,omitempty"`
+}
 
 // Put implements Store.
-func (s FileStore) Put(_ context.Context, r Record) error {
+func (s *FileStore) Put(_ context.Context, r Record) error {
 	if !scope.ValidID(r.ID) {
 		return fmt.Errorf("launch record %q: invalid id", r.ID)
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("launch records: %w", err)
-	}
-	if err := writeOnce(filepath.Join(s.Dir, r.ID+".json"), data); err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.put(r); err != nil {
 		return fmt.Errorf("launch record %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-// writeOnce writes data to the file at path, created or truncated, in one
-// write(2).
-func writeOnce(path string, data []byte) error {
-	err := rawfile.Write(path, data, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// put appends r to the log and keeps it. The caller holds s.mu.
+func (s *FileStore) put(r Record) error {
+	line, err := json.Marshal(change{Put: &r})
 	if err != nil {
-		os.Remove(path)
+		return err
 	}
-	return err
+	line = append(line, '\n')
+	if err := s.append(line); err != nil {
+		return err
+	}
+	s.keep(r.ID, line)
+	return nil
+}
+
+// keep and forget change what is kept. The caller holds s.mu.
+func (s *FileStore) keep(id string, line []byte) {
+	s.keptSz += int64(len(line)) - int64(len(s.kept[id]))
+	s.kept[id] = line
+}
+
+func (s *FileStore) forget(id string) {
+	s.keptSz -= int64(len(s.kept[id]))
+	delete(s.kept, id)
 }
 
 // Delete implements Store.
-func (s FileStore) Delete(_ context.Context, id string) error {
-	if err := os.Remove(filepath.Join(s.Dir, id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (s *FileStore) Delete(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.open(); err != nil {
 		return fmt.Errorf("launch record %s: %w", id, err)
+	}
+	if _, ok := s.kept[id]; !ok {
+		return nil
+	}
+	line, err := json.Marshal(change{Delete: id})
+	if err != nil {
+		return err
+	}
+	if err := s.append(append(line, '\n')); err != nil {
+		return fmt.Errorf("launch record %s: %w", id, err)
+	}
+	s.forget(id)
+	if s.size > 2*s.keptSz+compactAbove {
+		if err := s.compact(); err != nil {
+			return fmt.Errorf("launch records: %w", err)
+		}
 	}
 	return nil
 }
 
-// List implements Store. A record that does not decode is skipped: it
-// names no scope this build could act on.
-func (s FileStore) List(_ context.Context) ([]Record, error) {
-	entries, err := os.ReadDir(s.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+// compactAbove is how many bytes of deleted records' lines the log holds
+// at most beyond twice its kept ones': some hundred launches between
+// rewrites.
+const compactAbove = 64 << 10
+
+// List implements Store. It reads the log and the records kept a file
+// each by an earlier version, which it moves into the log. A record that
+// does not decode is skipped: it names no scope this build could act on.
+func (s *FileStore) List(_ context.Context) ([]Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.close()
+	if err := s.open(); err != nil {
 		return nil, fmt.Errorf("launch records: %w", err)
 	}
-	var out []Record
+	if err := s.adoptFiles(); err != nil {
+		return nil, fmt.Errorf("launch records: %w", err)
+	}
+	out := make([]Record, 0, len(s.kept))
+	for _, line := range s.kept {
+		var c change
+		if json.Unmarshal(line, &c) == nil && c.Put != nil {
+			out = append(out, *c.Put)
+		}
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// open opens the log, once, and reads what it keeps. A last line cut
+// short by a crash is cut off, so that the next line starts on a line of
+// its own. The caller holds s.mu.
+func (s *FileStore) open() error {
+	if s.log != nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, logName), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	whole := bytes.LastIndexByte(data, '\n') + 1
+	if whole < len(data) {
+		if err := f.Truncate(int64(whole)); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	s.log, s.size, s.kept, s.keptSz = f, int64(whole), map[string][]byte{}, 0
+	for line := range bytes.Lines(data[:whole]) {
+		var c change
+		switch {
+		case json.Unmarshal(line, &c) != nil:
+		case c.Put != nil && scope.ValidID(c.Put.ID):
+			s.keep(c.Put.ID, bytes.Clone(line))
+		case c.Delete != "":
+			s.forget(c.Delete)
+		}
+	}
+	return nil
+}
+
+// append writes line at the log's end in one write(2). A write that
+// fails is cut off again, so that no part of it joins the next line. The
+// caller holds s.mu.
+func (s *FileStore) append(line []byte) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	if _, err := s.log.Write(line); err != nil {
+		return errors.Join(err, s.log.Truncate(s.size))
+	}
+	s.size += int64(len(line))
+	return nil
+}
+
+// compact writes the kept records anew and renames the file over the
+// log. The caller holds s.mu.
+func (s *FileStore) compact() error {
+	var data []byte
+	for _, line := range s.kept {
+		data = append(data, line...)
+	}
+	path := filepath.Join(s.dir, compactName)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(path, filepath.Join(s.dir, logName)); err != nil {
+		return err
+	}
+	s.close()
+	return s.open()
+}
+
+// adoptFiles moves the records an earlier version kept a file each, as
+// ID.json, into the log; an empty one, or one that does not decode, is
+// removed. The caller holds s.mu.
+func (s *FileStore) adoptFiles() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !scope.ValidID(id) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))
+		path := filepath.Join(s.dir, e.Name())
+		data, err := os.ReadFile(path)
 		if err != nil {
-			continue
+			return err
 		}
 		var r Record
 		if json.Unmarshal(data, &r) == nil && r.ID == id {
-			out = append(out, r)
+			if err := s.put(r); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(path); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// Close closes the log. The store opens it again when next used.
+func (s *FileStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.close()
+}
+
+// close closes the log; the caller holds s.mu.
+func (s *FileStore) close() error {
+	if s.log == nil {
+		return nil
+	}
+	err := s.log.Close()
+	s.log = nil
+	return err
 }
 
 // NextGeneration implements Store.
-func (s FileStore) NextGeneration(_ context.Context, owner string) (uint64, error) {
-	cur, err := s.DB.Get(state.Registrations, owner)
+func (s *FileStore) NextGeneration(_ context.Context, owner string) (uint64, error) {
+	cur, err := s.db.Get(state.Registrations, owner)
 	if err != nil {
 		return 0, err
 	}
@@ -166,7 +349,7 @@ func (s FileStore) NextGeneration(_ context.Context, owner string) (uint64, erro
 		}
 	}
 	gen++
-	if err := s.DB.Write(state.Registrations, map[string][]byte{owner: []byte(strconv.FormatUint(gen, 10))}); err != nil {
+	if err := s.db.Write(state.Registrations, map[string][]byte{owner: []byte(strconv.FormatUint(gen, 10))}); err != nil {
 		return 0, err
 	}
 	return gen, nil

@@ -236,7 +236,7 @@ func (h *harness) put(pe *PreparedExecution) {
 		ID: pe.ID(), Workspace: pe.x.Workspace, Profile: pe.x.Profile, Attempt: pe.ID(), Generation: h.l.generation,
 		PID: pe.caller.PID, UID: pe.caller.UID, StartTime: pe.caller.StartTime, BootID: h.l.bootID, Started: h.clock.Now(),
 	}
-	if err := (FileStore{Dir: h.recordDir, DB: h.db}).Put(h.t.Context(), rec); err != nil {
+	if err := h.store.Put(h.t.Context(), rec); err != nil {
 		h.t.Fatal(err)
 	}
 }

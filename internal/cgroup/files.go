@@ -49,22 +49,11 @@ const (
 // without surrounding white space. A missing group or file is an error
 // that wraps ErrNotFound and fs.ErrNotExist.
 func ReadFile(dir, name string) (string, error) {
-	b, err := readFile(filepath.Join(dir, name))
+	b, err := rawfile.Read(filepath.Join(dir, name))
 	if err != nil {
 		return "", notFound(err)
 	}
 	return string(bytes.TrimSpace(b)), nil
-}
-
-// An interface file is opened, read or written once and closed, with the
-// system calls alone (package rawfile).
-
-func readFile(path string) ([]byte, error) { return rawfile.Read(path) }
-
-func writeFile(path, value string) error {
-	// O_TRUNC is ignored by cgroupfs and makes the same call work on a
-	// regular file standing in for a group in tests.
-	return rawfile.Write(path, []byte(value), os.O_WRONLY|os.O_TRUNC, 0)
 }
 
 // WriteFile writes value to the interface file name in group dir, in one
@@ -74,7 +63,9 @@ func writeFile(path, value string) error {
 // errors.Is.
 func WriteFile(dir, name, value string) error {
 	path := filepath.Join(dir, name)
-	if err := writeFile(path, value); err != nil {
+	// O_TRUNC is ignored by cgroupfs and makes the same call work on a
+	// regular file standing in for a group in tests.
+	if err := rawfile.Write(path, []byte(value), os.O_WRONLY|os.O_TRUNC, 0); err != nil {
 		return fmt.Errorf("writing %q: %w", value, notFound(err))
 	}
 	return nil
@@ -109,7 +100,7 @@ func ParseEvents(data []byte) (GroupEvents, error) {
 // ReadEvents reads the cgroup.events of group dir. A missing group is an
 // error that wraps ErrNotFound.
 func ReadEvents(dir string) (GroupEvents, error) {
-	b, err := readFile(filepath.Join(dir, FileEvents))
+	b, err := rawfile.Read(filepath.Join(dir, FileEvents))
 	if err != nil {
 		return GroupEvents{}, notFound(err)
 	}
@@ -158,7 +149,7 @@ func ParseCPUStat(data []byte) (CPUStat, error) {
 // ReadCPUStat reads the cpu.stat of v2 group dir. A missing group is an
 // error that wraps ErrNotFound.
 func ReadCPUStat(dir string) (CPUStat, error) {
-	b, err := readFile(filepath.Join(dir, FileCPUStat))
+	b, err := rawfile.Read(filepath.Join(dir, FileCPUStat))
 	if err != nil {
 		return CPUStat{}, notFound(err)
 	}

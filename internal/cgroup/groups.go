@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // MoveProcess moves process pid, all its threads, into group dir (v1 or
@@ -31,7 +33,7 @@ func ReadProcs(dir string) ([]int, error) {
 }
 
 func readIDs(path string) ([]int, error) {
-	b, err := readFile(path)
+	b, err := rawfile.Read(path)
 	if err != nil {
 		return nil, notFound(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // Usage is what a scope has consumed and holds now.
@@ -113,7 +115,7 @@ func firstKey(key string, files ...file) (int64, error) {
 		if f.dir == "" {
 			continue
 		}
-		data, err := readFile(filepath.Join(f.dir, f.name))
+		data, err := rawfile.Read(filepath.Join(f.dir, f.name))
 		if errors.Is(notFound(err), ErrNotFound) {
 			continue
 		}

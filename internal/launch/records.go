@@ -96,9 +96,9 @@ type FileStore struct {
 	mu   sync.Mutex
 	log  *os.File // open for appending; nil until first used
 	size int64    // bytes in log
-	// kept is the line of each record kept, by ID, and keptSz their
-	// bytes: what a rewrite of the log writes.
-	kept   map[string][]byte
+	// kept is each record kept, by ID, with its line, and keptSz the
+	// lines' bytes: what a rewrite of the log writes.
+	kept   map[string]keptRecord
 	keptSz int64
 }
 
@@ -116,6 +116,12 @@ const (
 	logName     = "records.log"
 	compactName = "records.log.new"
 )
+
+// keptRecord is a record kept and its line in the log.
+type keptRecord struct {
+	rec  Record
+	line []byte
+}
 
 // change is a line of the log: a record put, or the ID of one deleted.
 type change struct {
@@ -146,18 +152,18 @@ func (s *FileStore) put(r Record) error {
 	if err := s.append(line); err != nil {
 		return err
 	}
-	s.keep(r.ID, line)
+	s.keep(r, line)
 	return nil
 }
 
 // keep and forget change what is kept. The caller holds s.mu.
-func (s *FileStore) keep(id string, line []byte) {
-	s.keptSz += int64(len(line)) - int64(len(s.kept[id]))
-	s.kept[id] = line
+func (s *FileStore) keep(r Record, line []byte) {
+	s.keptSz += int64(len(line)) - int64(len(s.kept[r.ID].line))
+	s.kept[r.ID] = keptRecord{rec: r, line: line}
 }
 
 func (s *FileStore) forget(id string) {
-	s.keptSz -= int64(len(s.kept[id]))
+	s.keptSz -= int64(len(s.kept[id].line))
 	delete(s.kept, id)
 }
 
@@ -206,11 +212,8 @@ func (s *FileStore) List(_ context.Context) ([]Record, error) {
 		return nil, fmt.Errorf("launch records: %w", err)
 	}
 	out := make([]Record, 0, len(s.kept))
-	for _, line := range s.kept {
-		var c change
-		if json.Unmarshal(line, &c) == nil && c.Put != nil {
-			out = append(out, *c.Put)
-		}
+	for _, k := range s.kept {
+		out = append(out, k.rec)
 	}
 	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
@@ -242,13 +245,13 @@ func (s *FileStore) open() error {
 			return err
 		}
 	}
-	s.log, s.size, s.kept, s.keptSz = f, int64(whole), map[string][]byte{}, 0
+	s.log, s.size, s.kept, s.keptSz = f, int64(whole), map[string]keptRecord{}, 0
 	for line := range bytes.Lines(data[:whole]) {
 		var c change
 		switch {
 		case json.Unmarshal(line, &c) != nil:
 		case c.Put != nil && scope.ValidID(c.Put.ID):
-			s.keep(c.Put.ID, bytes.Clone(line))
+			s.keep(*c.Put, bytes.Clone(line))
 		case c.Delete != "":
 			s.forget(c.Delete)
 		}
@@ -274,8 +277,8 @@ func (s *FileStore) append(line []byte) error {
 // log. The caller holds s.mu.
 func (s *FileStore) compact() error {
 	var data []byte
-	for _, line := range s.kept {
-		data = append(data, line...)
+	for _, k := range s.kept {
+		data = append(data, k.line...)
 	}
 	path := filepath.Join(s.dir, compactName)
 	if err := os.WriteFile(path, data, 0o600); err != nil {

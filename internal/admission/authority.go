@@ -113,6 +113,17 @@ type Authority struct {
 	retry   time.Duration
 	retryAt time.Time
 
+	// wal is the journal's write-ahead log, nil when it could not be made:
+	// then every commit is the journal's own. pending is what the log
+	// holds beyond the journal. The writer alone uses them, and Close
+	// once the writer is done; writing is held while it is.
+	wal     *wal
+	pending walPending
+	writing sync.Mutex
+	// commits counts durable commits: entries of the log and the
+	// journal's own.
+	commits atomic.Int64
+
 	// inMu guards the field that follows.
 	inMu   sync.Mutex
 	inputs hostInputs
@@ -186,11 +197,10 @@ func Open(path string, opts Options) (*Authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.migrate {
-		if err := db.Update(migrate); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("making %s schema %s: %w: %w", path, SchemaVersion, ErrJournalFailed, err)
-		}
+	l, log, err := resumeLog(db, path+walSuffix, l, boot)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(l.recover) > 0 {
 		recs := map[string]*Record{}
@@ -207,13 +217,20 @@ func Open(path string, opts Options) (*Authority, error) {
 			}
 		}
 		keyOf := func(id string) (uint64, bool) { seq, ok := l.keys[id]; return seq, ok }
-		if err := db.Update(func(tx *bolt.Tx) error { return writeRecords(tx, recs, keyOf, t) }); err != nil {
+		puts, err := recordPuts(recs, keyOf, t)
+		if err == nil {
+			err = db.Update(func(tx *bolt.Tx) error { return putAll(tx, puts) })
+		}
+		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("recovering %s: %w: %w", path, ErrJournalFailed, err)
 		}
 		l.totals = t
 	}
 	a.db = db
+	// Without a log, commits are slower, not less safe.
+	a.wal, _ = openLog(path+walSuffix, log)
+	a.pending = walPending{}
 	a.led = ledger{totals: l.totals, keys: l.keys, next: l.next, charged: l.charged, prepared: l.prepared, owners: l.owners, instances: l.instances}
 	for id, at := range l.prepared {
 		a.led.due = append(a.led.due, deadline{at, id})
@@ -222,11 +239,24 @@ func Open(path string, opts Options) (*Authority, error) {
 	return a, nil
 }
 
-// Close releases the journal and its lock. Call it after Run returned;
-// requests made after Close fail with ErrClosed.
+// Close brings the journal up to date with its log and releases both and
+// the journal's lock. It waits for Run to return; requests made after
+// Close fail with ErrClosed. A journal whose checkpoint fails here loses
+// nothing, and is no error: the log still holds it, and Open replays it.
 func (a *Authority) Close() error {
 	a.stop()
-	return a.db.Close()
+	a.writing.Lock()
+	defer a.writing.Unlock()
+	var err error
+	if a.wal != nil {
+		if a.fenced() == nil {
+			// A checkpoint that fails loses nothing: the log holds it.
+			a.checkpoint(nil)
+		}
+		err = a.wal.f.Close()
+		a.wal = nil
+	}
+	return errors.Join(err, a.db.Close())
 }
 
 func (a *Authority) stop() { a.stopOnce.Do(func() { close(a.stopped) }) }
@@ -1051,17 +1081,30 @@ func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
-// Backup writes a consistent copy of the journal to w, as of the last
-// commit, while the authority keeps serving; a commit that must grow the
-// file waits until the copy is done.
+// Backup writes a consistent copy of the journal to w, with every commit
+// answered before it was called, while the authority keeps serving; a
+// commit that must grow the file waits until the copy is done. It needs
+// Run: the writer brings the journal up to date with its log and begins
+// the copy's read between two commits.
 func (a *Authority) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	var n int64
-	err := a.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(ctxWriter{ctx, w})
-		return err
+	var tx *bolt.Tx
+	var txErr error
+	_, err := a.do(ctx, a.clock.Now(), func(b *batch) (any, error) {
+		b.checkpoint = true
+		b.committed = append(b.committed, func() {
+			tx, txErr = a.db.Begin(false)
+			if a.wal != nil {
+				// What the log holds next is the live journal's alone.
+				a.wal.reseal = true
+			}
+		})
+		return nil, nil
 	})
-	return n, err
+	if err = errors.Join(err, txErr); err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	return tx.WriteTo(ctxWriter{ctx, w})
 }
 
 // BackupFile writes a consistent copy of the journal to a new file at

@@ -807,7 +807,7 @@ func TestAdmitBeforeHostAndPlanIsUnavailableAndRecordsNothing(t *testing.T) {
 	if s := h.a.Snapshot(); s.Ready || s.NotReady != NotReadyHostUnset {
 		t.Fatalf("snapshot = ready %v %s, want host_unset", s.Ready, s.NotReady)
 	}
-	before := h.txid()
+	before := h.commits()
 	_, err := h.a.Admit(t.Context(), p, key(1), meaning, job)
 	wantErr(t, "Admit without host", err, ErrUnavailable)
 	if err := h.a.SetHost(h.capacity, 0); err != nil {
@@ -818,7 +818,7 @@ func TestAdmitBeforeHostAndPlanIsUnavailableAndRecordsNothing(t *testing.T) {
 	}
 	_, err = h.a.Admit(t.Context(), p, key(1), meaning, job)
 	wantErr(t, "Admit without plan", err, ErrUnavailable)
-	if h.txid() != before {
+	if h.commits() != before {
 		t.Fatal("a refused Admit wrote to the journal")
 	}
 	if err := h.a.SetPlan(kernelCaps); err != nil {
@@ -837,7 +837,7 @@ func TestNoOpsWriteNothing(t *testing.T) {
 	if _, err := h.a.Cancel(t.Context(), p, key(1)); err != nil {
 		t.Fatal(err)
 	}
-	before := h.txid()
+	before := h.commits()
 	ctx := t.Context()
 	for name, call := range map[string]func() error{
 		"register_again":   func() error { _, err := h.a.Register(ctx, "runner", 1, Peer{UID: 1000, PID: 100}); return err },
@@ -859,16 +859,16 @@ func TestNoOpsWriteNothing(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if h.txid() != before {
-		t.Errorf("journal moved from transaction %d to %d on no-ops", before, h.txid())
+	if h.commits() != before {
+		t.Errorf("journal moved from transaction %d to %d on no-ops", before, h.commits())
 	}
 	h.restart()
 	p = h.ready()
-	before = h.txid()
+	before = h.commits()
 	if _, err := h.a.Cancel(t.Context(), p, key(2)); err != nil {
 		t.Fatal(err)
 	}
-	if h.txid() != before {
+	if h.commits() != before {
 		t.Error("cancel of a suspect attempt wrote to the journal")
 	}
 }
@@ -931,7 +931,7 @@ func TestRebootReleasesEarlierBootsAttemptsAndKeepsHistory(t *testing.T) {
 func allRecords(t *testing.T, h *harness) map[string]Record {
 	t.Helper()
 	var out map[string]Record
-	if err := h.a.db.View(func(tx *bolt.Tx) (err error) {
+	if err := h.view(func(tx *bolt.Tx) (err error) {
 		out, _, err = storedRecords(tx)
 		return err
 	}); err != nil {
@@ -1108,7 +1108,7 @@ func TestCommitTheJournalHoldsDespiteItsErrorFencesTheAuthority(t *testing.T) {
 	p := h.ready()
 	h.prepare(p, key(1))
 	cause := fmt.Errorf("fdatasync: %w", syscall.EIO)
-	err := h.a.commitFailed(cause, h.txid())
+	err := h.a.commitFailed(cause, h.a.journalHolds(h.journalTxid()))
 	wantErr(t, "the judgement of a commit the journal holds", err, ErrOutcomeUnknown)
 	if s := h.a.Snapshot(); s.Ready || s.NotReady != NotReadyJournalUnknown {
 		t.Fatalf("snapshot = ready %v, %q; want journal_unknown", s.Ready, s.NotReady)

@@ -50,17 +50,6 @@ func (h *harness) registerInstance(id string, pid int) Principal {
 	return p
 }
 
-// commits is the journal's transaction id: it moves only when a
-// transaction was committed.
-func (h *harness) commits() int {
-	h.t.Helper()
-	var id int
-	if err := h.a.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-		h.t.Fatal(err)
-	}
-	return id
-}
-
 // The consumers' control reservations, each times max_instances, come off
 // the work capacity, whether their instances run or not.
 func TestControlReservationsComeOffTheWorkCapacity(t *testing.T) {
@@ -335,7 +324,7 @@ func TestASchemaTwoJournalIsMadeThree(t *testing.T) {
 	if err != nil || got.Phase != PhasePrepared {
 		t.Fatalf("Lookup after the migration = %s, %v", got.Phase, err)
 	}
-	if err := h.a.db.View(func(tx *bolt.Tx) error {
+	if err := h.view(func(tx *bolt.Tx) error {
 		if s := string(tx.Bucket(bucketMeta).Get(keySchema)); s != SchemaVersion || tx.Bucket(bucketInstances) == nil {
 			t.Errorf("schema %q, instances bucket %v; want %s with the bucket", s, tx.Bucket(bucketInstances) != nil, SchemaVersion)
 		}

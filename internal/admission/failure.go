@@ -29,7 +29,9 @@ import (
 // transaction ID. A commit that reported failure although the journal
 // holds it (its meta sync failed) did what it did, and its requests were
 // not answered: the authority is fenced, refusing everything, and the
-// journal is judged by Open's checks at the next start.
+// journal is judged by Open's checks at the next start. So is a log
+// entry whose write or sync failed: the kernel may have written any part
+// of it, and whether it is whole is read at the next start.
 //
 // A journal that is not fenced tries every new request: admission
 // resumes by itself with the first commit that succeeds, once the file
@@ -92,15 +94,13 @@ func journalFull(err error) bool {
 		errors.Is(err, syscall.EFBIG) || errors.Is(err, bolterrors.ErrMaxSizeReached)
 }
 
-// commitFailed records that the batch of transaction txid (0 when none
-// began) failed with cause, judges what the journal holds now, and
-// returns the error the batch's requests are answered with. It runs on
-// the writer goroutine.
-func (a *Authority) commitFailed(cause error, txid int) error {
+// commitFailed records that a batch failed with cause, fencing the
+// journal when the commit's outcome is unknown, and returns the error the
+// batch's requests are answered with. It runs on the writer goroutine.
+func (a *Authority) commitFailed(cause error, fenced bool) error {
 	a.restoreDue()
 	a.retry = min(max(2*a.retry, minRetry), maxRetry)
 	a.retryAt = a.clock.Now().Add(a.retry)
-	fenced := txid != 0 && a.journalHolds(txid)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.journal.err == nil {
@@ -110,7 +110,7 @@ func (a *Authority) commitFailed(cause error, txid int) error {
 	a.journal.fenced = a.journal.fenced || fenced
 	a.notifyLocked()
 	if fenced {
-		return fmt.Errorf("%w: the commit reported %w, yet the journal holds it", ErrOutcomeUnknown, cause)
+		return fmt.Errorf("%w: the commit reported %w, and may be in the journal", ErrOutcomeUnknown, cause)
 	}
 	return fmt.Errorf("%w: nothing was recorded: %w", ErrJournalFailed, cause)
 }

@@ -12,12 +12,34 @@ import (
 
 // A journal on a file system that fills up refuses what it cannot record,
 // answers everything else, says why, and admits again by itself once
-// space returns; after a restart it holds exactly what was answered.
+// space returns; after a restart it holds exactly what was answered. With
+// its log, commits go on until the log is full and its checkpoint must
+// grow the journal; without one, until a commit must grow it.
 func TestFullStateDiskRefusesThenResumes(t *testing.T) {
-	fs := testutil.NewTmpfs(t, 2<<20)
+	t.Run("log", func(t *testing.T) { testFullStateDisk(t, true) })
+	t.Run("no_log", func(t *testing.T) { testFullStateDisk(t, false) })
+}
+
+func testFullStateDisk(t *testing.T, withLog bool) {
+	fs := testutil.NewTmpfs(t, 4<<20)
 	h := newHarnessAt(t, filepath.Join(fs.Dir, "admission.db"))
 	h.capacity = capacityOf(Budget{CPUMilli: MaxQuantity, MemoryBytes: MaxQuantity, Tasks: MaxQuantity})
-	h.restart()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !withLog {
+		// The log cannot be made where a directory stands in its place.
+		if err := os.Remove(h.path + walSuffix); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(h.path+walSuffix, "in-the-way"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.open()
+	if (h.a.wal != nil) != withLog {
+		t.Fatalf("log open = %v, want %v", h.a.wal != nil, withLog)
+	}
 	p := h.ready()
 	ctx := t.Context()
 

@@ -21,7 +21,8 @@ import (
 
 // The journal's layout. Values are JSON.
 //
-//	meta      magic, schema, totals (what charged attempts hold: sum and count)
+//	meta      magic, schema, totals (what charged attempts hold: sum and
+//	          count), the state of the write-ahead log (wal.go)
 //	attempts  sequence → Record, with the SHA-256 of its launch permit
 //	owners    owner name → ownerRecord
 //	instances consumer NUL generation NUL instance id → instanceRecord
@@ -33,17 +34,20 @@ import (
 // leaves rather than one per request. An index of ID → sequence is kept
 // in memory, built when the journal is opened.
 //
-// A commit rewrites those leaves, their branch pages and the root page,
-// where the small meta bucket lives inline: nothing more, so that two
-// fdatasyncs of a few pages are all an answer waits for.
+// A checkpoint (wal.go) rewrites those leaves, their branch pages and the
+// root page, where the small meta bucket lives inline: nothing more. An
+// answer waits for one fdatasync, of its entry in the log.
 const (
 	// SchemaVersion is the journal schema this build writes. It reads
-	// schema 2 too, which had no consumers' instances, and makes it 3 as
-	// it opens it.
-	SchemaVersion = "3"
+	// schemas 2 (no consumers' instances) and 3 (no write-ahead log) too,
+	// and makes them 4 as it opens them. A build that knows no log
+	// refuses schema 4 rather than lose what the log holds.
+	SchemaVersion = "4"
 	journalMagic  = "marshal.dev/admission-journal"
-	// schemaWithoutInstances is the schema before consumers' instances.
+	// schemaWithoutInstances is the schema before consumers' instances,
+	// schemaWithoutLog the one before the write-ahead log.
 	schemaWithoutInstances = "2"
+	schemaWithoutLog       = "3"
 )
 
 var (
@@ -113,7 +117,8 @@ func Create(path string) (err error) {
 			}
 		}
 		t, _ := json.Marshal(totals{})
-		for k, v := range map[string][]byte{string(keyMagic): []byte(journalMagic), string(keySchema): []byte(SchemaVersion), string(keyTotals): t} {
+		for k, v := range map[string][]byte{string(keyMagic): []byte(journalMagic), string(keySchema): []byte(SchemaVersion), string(keyTotals): t,
+			string(keyWAL): walState{salt: newSalt()}.bytes()} {
 			if err := meta.Put([]byte(k), v); err != nil {
 				return err
 			}
@@ -298,8 +303,10 @@ type loaded struct {
 	instances map[instanceKey]instanceRecord
 	// recover lists the charged records that recovery must rewrite.
 	recover []*Record
-	// migrate is set for a journal of schema 2, which Open makes 3.
+	// migrate is set for a journal of an earlier schema, which Open makes
+	// this one; log is the state of the log, when the schema has one.
 	migrate bool
+	log     *walState
 }
 
 // storedRecord is a Record as the journal holds it: with its permit hash.
@@ -334,7 +341,24 @@ func decodeRecord(seq uint64, id string, data []byte) (*Record, error) {
 // record, the charged totals recomputed from the records, every owner,
 // and bbolt's own consistency. It also lists the records that recovery
 // for boot changes. A damaged page is an error here, never a crash.
-func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
+func checkJournal(tx *bolt.Tx, boot string) (*loaded, error) {
+	l, err := checkRecords(tx, boot)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for e := range tx.Check() {
+		errs = append(errs, e)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrJournalCorrupt, errors.Join(errs...))
+	}
+	return l, nil
+}
+
+// checkRecords is checkJournal without bbolt's own check, for a
+// transaction that has changes not yet committed.
+func checkRecords(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			l, err = nil, fmt.Errorf("%v: %w", r, ErrJournalCorrupt)
@@ -346,7 +370,7 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 		return nil, ErrJournalForeign
 	}
 	schema := string(meta.Get(keySchema))
-	if schema != SchemaVersion && schema != schemaWithoutInstances {
+	if schema != SchemaVersion && schema != schemaWithoutLog && schema != schemaWithoutInstances {
 		return nil, &SchemaError{Found: schema, Want: SchemaVersion}
 	}
 	attempts, owners, instances := tx.Bucket(bucketAttempts), tx.Bucket(bucketOwners), tx.Bucket(bucketInstances)
@@ -358,7 +382,14 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 		return nil, fmt.Errorf("totals: %w: %w", ErrJournalInconsistent, err)
 	}
 	l = &loaded{keys: map[string]uint64{}, next: 1, charged: map[string]*Record{}, prepared: map[string]time.Time{}, owners: map[string]ownerRecord{},
-		instances: map[instanceKey]instanceRecord{}, migrate: schema == schemaWithoutInstances}
+		instances: map[instanceKey]instanceRecord{}, migrate: schema != SchemaVersion}
+	if schema == SchemaVersion {
+		st, err := parseWALState(meta.Get(keyWAL))
+		if err != nil {
+			return nil, err
+		}
+		l.log = &st
+	}
 	// Walking every record first touches every page of the tree in this
 	// goroutine, where a fault is recovered, before bbolt's checker walks
 	// it on its own goroutine.
@@ -431,13 +462,6 @@ func checkJournal(tx *bolt.Tx, boot string) (l *loaded, err error) {
 			return nil, err
 		}
 	}
-	var errs []error
-	for e := range tx.Check() {
-		errs = append(errs, e)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrJournalCorrupt, errors.Join(errs...))
-	}
 	return l, nil
 }
 
@@ -458,37 +482,86 @@ func recovered(r *Record, boot string) *Record {
 	return n
 }
 
-// migrate makes a journal of schema 2 one of schema 3: the bucket of
-// consumers' instances, empty.
+// migrate makes a journal of an earlier schema one of this schema: the
+// bucket of consumers' instances, empty, where it is missing. The log's
+// state is the caller's to write.
 func migrate(tx *bolt.Tx) error {
-	if _, err := tx.CreateBucket(bucketInstances); err != nil {
-		return err
+	if tx.Bucket(bucketInstances) == nil {
+		if _, err := tx.CreateBucket(bucketInstances); err != nil {
+			return err
+		}
 	}
 	return tx.Bucket(bucketMeta).Put(keySchema, []byte(SchemaVersion))
 }
 
-// writeRecords stores records, each under the sequence keyOf gives its
-// ID, and the totals; it is the only place records are written.
-func writeRecords(tx *bolt.Tx, recs map[string]*Record, keyOf func(id string) (uint64, bool), t totals) error {
-	attempts := tx.Bucket(bucketAttempts)
+// recordPuts returns the puts that store records, each under the sequence
+// keyOf gives its ID, and the totals; it is the only place records are
+// encoded for the journal.
+func recordPuts(recs map[string]*Record, keyOf func(id string) (uint64, bool), t totals) ([]put, error) {
+	puts := make([]put, 0, len(recs)+1)
 	for id, r := range recs {
 		seq, ok := keyOf(id)
 		if !ok {
-			return fmt.Errorf("attempt %s has no sequence", id)
+			return nil, fmt.Errorf("attempt %s has no sequence", id)
 		}
 		data, err := encodeRecord(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := attempts.Put(attemptKey(seq), data); err != nil {
-			return err
-		}
+		puts = append(puts, put{walAttempts, attemptKey(seq), data})
 	}
 	data, err := json.Marshal(t)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return tx.Bucket(bucketMeta).Put(keyTotals, data)
+	return append(puts, put{walMeta, keyTotals, data}), nil
+}
+
+// resumeLog brings the journal db, which checkJournal read as l, up to
+// date with its log at logPath, makes it of this schema and renews the
+// log's salt, in one commit; it returns what the journal holds then and
+// the log's state. What the log adds is checked before it is committed.
+func resumeLog(db *bolt.DB, logPath string, l *loaded, boot string) (*loaded, walState, error) {
+	pending := walPending{}
+	var seq uint64
+	if l.log != nil {
+		data, err := readLog(logPath)
+		if err != nil {
+			return nil, walState{}, err
+		}
+		if pending, seq, err = replayLog(data, *l.log); err != nil {
+			return nil, walState{}, err
+		}
+	}
+	if l.log != nil && len(pending) == 0 {
+		// No entry under the salt: it stays, and nothing is written.
+		return l, *l.log, nil
+	}
+	next := walState{salt: newSalt(), seq: seq}
+	err := db.Update(func(tx *bolt.Tx) error {
+		if l.migrate {
+			if err := migrate(tx); err != nil {
+				return fmt.Errorf("making schema %s: %w: %w", SchemaVersion, ErrJournalFailed, err)
+			}
+		}
+		if len(pending) > 0 {
+			if err := putAll(tx, pending.puts()); err != nil {
+				return fmt.Errorf("replaying the log: %w: %w", ErrJournalFailed, err)
+			}
+			var err error
+			if l, err = checkRecords(tx, boot); err != nil {
+				return fmt.Errorf("replaying the log: %w", err)
+			}
+		}
+		if err := tx.Bucket(bucketMeta).Put(keyWAL, next.bytes()); err != nil {
+			return fmt.Errorf("renewing the log: %w: %w", ErrJournalFailed, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, walState{}, err
+	}
+	return l, next, nil
 }
 
 // ctxWriter stops a copy when its context ends.

@@ -73,7 +73,7 @@ func checkLedger(t *testing.T, h *harness, want int, answers ...Record) {
 		ledger[id], seqs[id] = r.clone(), h.a.led.keys[id]
 	}
 	h.a.mu.Unlock()
-	err = h.a.db.View(func(tx *bolt.Tx) error {
+	err = h.view(func(tx *bolt.Tx) error {
 		attempts := tx.Bucket(bucketAttempts)
 		for _, r := range charged {
 			stored := attempts.Get(attemptKey(seqs[r.ID]))

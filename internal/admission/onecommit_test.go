@@ -10,12 +10,12 @@ import (
 func TestAdmitLaunchCommitsOnce(t *testing.T) {
 	h := newHarness(t)
 	p := h.ready()
-	before := h.txid()
+	before := h.commits()
 	l, err := h.a.AdmitLaunch(t.Context(), p, key(1), meaning, job)
 	if err != nil || l.Permit.IsZero() || l.Record.Phase != PhaseLaunchCommitted || l.Record.Reservation == nil {
 		t.Fatalf("AdmitLaunch = %s, permit %v, %v; want launch_committed with a permit", l.Record.Phase, !l.Permit.IsZero(), err)
 	}
-	if got := h.txid(); got != before+1 {
+	if got := h.commits(); got != before+1 {
 		t.Errorf("AdmitLaunch took %d transactions, want 1", got-before)
 	}
 	if got := h.committed(); got != job.Requested {
@@ -34,11 +34,11 @@ func TestAdmitLaunchCommitsOnce(t *testing.T) {
 		t.Fatalf("AdmitLaunch of a prepared attempt = %s, %v; want a permit", l.Record.Phase, err)
 	}
 	h.intent = Intent{Profile: job.Profile, Requested: Budget{CPUMilli: MaxQuantity, MemoryBytes: 1, Tasks: 1}, Minimum: job.Minimum}
-	before = h.txid()
+	before = h.commits()
 	d, err := h.a.AdmitLaunch(t.Context(), p, key(3), meaning, h.intent)
-	if err != nil || d.Record.Phase != PhaseDenied || !d.Permit.IsZero() || h.txid() != before+1 {
+	if err != nil || d.Record.Phase != PhaseDenied || !d.Permit.IsZero() || h.commits() != before+1 {
 		t.Fatalf("AdmitLaunch over capacity = %s, permit %v, %v, %d transactions; want denied, recorded once",
-			d.Record.Phase, !d.Permit.IsZero(), err, h.txid()-before)
+			d.Record.Phase, !d.Permit.IsZero(), err, h.commits()-before)
 	}
 }
 
@@ -50,21 +50,21 @@ func TestBindAndAuthorizeCommitsOnce(t *testing.T) {
 	p := h.ready()
 	h.prepare(p, key(1))
 	permit := h.begin(p, key(1))
-	before := h.txid()
+	before := h.commits()
 	_, err := h.a.BindAndAuthorize(t.Context(), p, key(1), newPermit(), h.evidence(key(1), true, false))
 	wantErr(t, "BindAndAuthorize with another permit", err, ErrUnauthorized)
 	stale := h.evidence(key(1), true, false)
 	stale.Name = "marshal-coder-" + key(2) + ".scope"
 	_, err = h.a.BindAndAuthorize(t.Context(), p, key(1), permit, stale)
 	wantErr(t, "BindAndAuthorize on another scope's evidence", err, ErrEvidence)
-	if got := h.lookup(p, key(1)).Phase; got != PhaseLaunchCommitted || h.txid() != before {
-		t.Fatalf("after refusals: %s, %d transactions; want launch_committed, none", got, h.txid()-before)
+	if got := h.lookup(p, key(1)).Phase; got != PhaseLaunchCommitted || h.commits() != before {
+		t.Fatalf("after refusals: %s, %d transactions; want launch_committed, none", got, h.commits()-before)
 	}
 	run, err := h.a.BindAndAuthorize(t.Context(), p, key(1), permit, h.evidence(key(1), true, false))
 	if err != nil || !run.MayExec || run.Record.Phase != PhaseRunAuthorized || run.Record.Scope == "" || run.Record.Root == nil {
 		t.Fatalf("BindAndAuthorize = %+v, %v; want may_exec, run_authorized, bound", run, err)
 	}
-	if got := h.txid(); got != before+1 {
+	if got := h.commits(); got != before+1 {
 		t.Errorf("BindAndAuthorize took %d transactions, want 1", got-before)
 	}
 	again, err := h.a.BindAndAuthorize(t.Context(), p, key(1), permit, h.evidence(key(1), true, false))

@@ -1,6 +1,10 @@
 package admission
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // freeBytes returns the bytes an unprivileged writer may still use on the
 // file system holding path, and false when that cannot be read.
@@ -11,3 +15,7 @@ func freeBytes(path string) (int64, bool) {
 	}
 	return int64(st.Bavail) * st.Bsize, true
 }
+
+// datasync writes f's data to stable storage, and its metadata only where
+// reading the data back needs it.
+func datasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }

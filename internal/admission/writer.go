@@ -71,7 +71,8 @@ func (d *deadlines) Pop() any {
 // the transaction until every request has run, so a request that fails is
 // undone by dropping what it staged, and the others commit without it.
 type batch struct {
-	a  *Authority
+	a *Authority
+	// tx reads the journal, begun when a request first needs it.
 	tx *bolt.Tx
 	// Staged state, layered over the journal and the ledger.
 	recs      map[string]*Record
@@ -85,12 +86,15 @@ type batch struct {
 	// undo restores the staged state; a request's entries are replayed
 	// backwards when it fails.
 	undo []func()
+	// checkpoint asks that the commit bring the journal up to date with
+	// its log; committed runs on the writer after the commit succeeded.
+	checkpoint bool
+	committed  []func()
 }
 
-func (a *Authority) newBatch(tx *bolt.Tx) *batch {
+func (a *Authority) newBatch() *batch {
 	return &batch{
 		a:         a,
-		tx:        tx,
 		recs:      map[string]*Record{},
 		owners:    map[string]ownerRecord{},
 		instances: map[instanceKey]instanceRecord{},
@@ -134,7 +138,27 @@ func (b *batch) record(id string) (*Record, error) {
 	if !ok {
 		return nil, nil
 	}
-	return decodeRecord(seq, id, b.tx.Bucket(bucketAttempts).Get(attemptKey(seq)))
+	k := attemptKey(seq)
+	if data, ok := b.a.pending[walKey{walAttempts, string(k)}]; ok {
+		return decodeRecord(seq, id, data)
+	}
+	if b.tx == nil {
+		tx, err := b.a.db.Begin(false)
+		if err != nil {
+			return nil, err
+		}
+		b.tx = tx
+	}
+	return decodeRecord(seq, id, b.tx.Bucket(bucketAttempts).Get(k))
+}
+
+// endRead ends the batch's read of the journal, which must end before
+// anything commits: a commit may wait for every reader.
+func (b *batch) endRead() {
+	if b.tx != nil {
+		b.tx.Rollback()
+		b.tx = nil
+	}
 }
 
 // load returns the attempt as of now: a prepared attempt at or past its
@@ -226,32 +250,27 @@ func (b *batch) expireDue(now time.Time) error {
 	return nil
 }
 
-// flush writes the staged state into the transaction.
-func (b *batch) flush() error {
-	if err := writeRecords(b.tx, b.recs, b.key, b.totals); err != nil {
-		return err
+// flush returns the staged state as puts.
+func (b *batch) flush() ([]put, error) {
+	puts, err := recordPuts(b.recs, b.key, b.totals)
+	if err != nil {
+		return nil, err
 	}
-	instances := b.tx.Bucket(bucketInstances)
 	for k, r := range b.instances {
 		data, err := json.Marshal(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := instances.Put(k.bytes(), data); err != nil {
-			return err
-		}
+		puts = append(puts, put{walInstances, k.bytes(), data})
 	}
-	owners := b.tx.Bucket(bucketOwners)
 	for name, o := range b.owners {
 		data, err := json.Marshal(o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := owners.Put([]byte(name), data); err != nil {
-			return err
-		}
+		puts = append(puts, put{walOwners, []byte(name), data})
 	}
-	return nil
+	return puts, nil
 }
 
 // apply publishes a committed batch to the ledger.
@@ -300,6 +319,8 @@ func (a *Authority) Run(ctx context.Context) error {
 		return fmt.Errorf("admission: Run called twice: %w", ErrClosed)
 	}
 	defer a.stop()
+	a.writing.Lock()
+	defer a.writing.Unlock()
 	select {
 	case <-a.stopped:
 		return ErrClosed
@@ -406,12 +427,9 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 		refuse(err)
 		return
 	}
-	tx, err := a.db.Begin(true)
-	if err != nil {
-		refuse(a.commitFailed(err, 0))
-		return
-	}
-	b := a.newBatch(tx)
+	b := a.newBatch()
+	defer b.endRead()
+	var err error
 	if first == nil {
 		err = b.expireDue(a.clock.Now())
 	}
@@ -432,24 +450,102 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 			b.rollback(mark)
 		}
 	}
+	var puts []put
 	if err == nil && b.dirty() {
-		err = b.flush()
+		puts, err = b.flush()
 	}
+	b.endRead()
 	if err != nil {
-		tx.Rollback()
-		refuse(a.commitFailed(err, 0))
+		refuse(a.commitFailed(err, false))
 		return
 	}
-	if !b.dirty() {
+	if !b.dirty() && !b.checkpoint {
 		// Nothing changed: nothing is written.
-		tx.Rollback()
 		return
+	}
+	if unknown, err := a.commit(puts, b.checkpoint); err != nil {
+		refuse(a.commitFailed(err, unknown))
+		return
+	}
+	if b.dirty() {
+		a.apply(b)
+	}
+	for _, fn := range b.committed {
+		fn()
+	}
+	return
+}
+
+// commit makes puts durable, as the log's next entry; in the journal
+// itself, with everything the log holds, when checkpoint is asked, the
+// entry would not fit an empty log, or there is no log. unknown reports
+// that a failed commit's outcome is not known.
+func (a *Authority) commit(puts []put, checkpoint bool) (unknown bool, err error) {
+	w := a.wal
+	if w == nil {
+		if len(puts) == 0 {
+			return false, nil
+		}
+		return a.commitJournal(func(tx *bolt.Tx) error { return putAll(tx, puts) })
+	}
+	n := w.encode(puts)
+	if checkpoint || entryLen(n) > walSize {
+		return a.checkpoint(puts)
+	}
+	if w.reseal || !w.fits(n) {
+		if unknown, err := a.checkpoint(nil); err != nil {
+			return unknown, err
+		}
+	}
+	if err := w.write(); err != nil {
+		return true, err
+	}
+	a.commits.Add(1)
+	a.pending.add(puts)
+	return false, nil
+}
+
+// checkpoint brings the journal up to date with its log, and with puts,
+// in one commit that renews the log's salt; the log starts over.
+func (a *Authority) checkpoint(puts []put) (unknown bool, err error) {
+	w := a.wal
+	if len(a.pending) == 0 && len(puts) == 0 && !w.reseal {
+		return false, nil
+	}
+	next := walState{salt: newSalt(), seq: w.state.seq}
+	unknown, err = a.commitJournal(func(tx *bolt.Tx) error {
+		if err := putAll(tx, a.pending.puts()); err != nil {
+			return err
+		}
+		if err := putAll(tx, puts); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyWAL, next.bytes())
+	})
+	if err != nil {
+		return unknown, err
+	}
+	clear(a.pending)
+	w.state, w.off, w.reseal = next, 0, false
+	return false, nil
+}
+
+// commitJournal runs fn in a write transaction of the journal and commits
+// it. unknown reports that a commit which failed may be in the journal
+// all the same.
+func (a *Authority) commitJournal(fn func(tx *bolt.Tx) error) (unknown bool, err error) {
+	tx, err := a.db.Begin(true)
+	if err != nil {
+		return false, err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return false, err
 	}
 	txid := tx.ID()
 	if err := tx.Commit(); err != nil {
-		refuse(a.commitFailed(err, txid))
-		return
+		return a.journalHolds(txid), err
 	}
-	a.apply(b)
-	return
+	a.commits.Add(1)
+	return false, nil
 }

@@ -120,9 +120,11 @@ type Authority struct {
 	wal     *wal
 	pending walPending
 	writing sync.Mutex
-	// commits counts durable commits: entries of the log and the
-	// journal's own.
-	commits atomic.Int64
+	// commits counts the durable commits answers waited for: entries of
+	// the log and the journal's own; checkpoints counts the log taken up
+	// between batches.
+	commits     atomic.Int64
+	checkpoints atomic.Int64
 
 	// inMu guards the field that follows.
 	inMu   sync.Mutex

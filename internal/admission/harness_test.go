@@ -364,6 +364,15 @@ func (h *harness) committed() Budget { return h.a.Snapshot().Committed }
 // something was written.
 func (h *harness) commits() int { return int(h.a.commits.Load()) }
 
+// idle returns once the writer has done what it was doing, taking up the
+// log between batches among it.
+func (h *harness) idle() {
+	h.t.Helper()
+	if _, err := h.a.do(h.t.Context(), h.clock.Now(), func(*batch) (any, error) { return nil, nil }); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // view reads the journal file once the writer has brought it up to date
 // with its log.
 func (h *harness) view(fn func(*bolt.Tx) error) error {

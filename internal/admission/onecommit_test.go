@@ -72,3 +72,33 @@ func TestBindAndAuthorizeCommitsOnce(t *testing.T) {
 		t.Fatalf("replayed BindAndAuthorize = %+v, %v; want may_exec false", again, err)
 	}
 }
+
+// Across the log's checkpoints, each request of the launch path still
+// waits for one durable commit: the log is taken up between batches,
+// after their answers.
+func TestLaunchPathCommitsOnceAcrossCheckpoints(t *testing.T) {
+	h := newHarness(t)
+	h.capacity = capacityOf(Budget{CPUMilli: MaxQuantity, MemoryBytes: MaxQuantity, Tasks: MaxQuantity})
+	h.restart()
+	p := h.ready()
+	for n := 0; h.a.checkpoints.Load() < 2; n++ {
+		if n > 2*walSize/walPage {
+			t.Fatal("the log was never taken up")
+		}
+		before := h.commits()
+		l, err := h.a.AdmitLaunch(t.Context(), p, key(n), meaning, job)
+		if err != nil || l.Permit.IsZero() {
+			t.Fatalf("AdmitLaunch %d = %v", n, err)
+		}
+		if got := h.commits() - before; got != 1 {
+			t.Fatalf("AdmitLaunch %d waited for %d commits, want 1", n, got)
+		}
+		before = h.commits()
+		if _, err := h.a.BindAndAuthorize(t.Context(), p, key(n), l.Permit, h.evidence(key(n), true, false)); err != nil {
+			t.Fatalf("BindAndAuthorize %d = %v", n, err)
+		}
+		if got := h.commits() - before; got != 1 {
+			t.Fatalf("BindAndAuthorize %d waited for %d commits, want 1", n, got)
+		}
+	}
+}

@@ -108,6 +108,8 @@ func samePending(a, b walPending) bool {
 
 // crashImage copies the journal and its log as a kill would leave them
 // (every write the authority made is in the files) and opens the copy.
+// The writer must be idle: a copy made while it writes is no state a
+// kill could leave.
 func crashImage(t *testing.T, h *harness) *Authority {
 	t.Helper()
 	dir := t.TempDir()
@@ -151,9 +153,8 @@ func TestEveryCrashImageHoldsWhatWasAnswered(t *testing.T) {
 	h.restart()
 	p := h.ready()
 	answered := map[string]Phase{}
-	checkpoints := 0
-	for n := 0; checkpoints < 2; n++ {
-		before := h.a.wal.off
+	for n := 0; h.a.checkpoints.Load() < 2; n++ {
+		before := h.a.checkpoints.Load()
 		switch n % 3 {
 		case 0, 1:
 			answered[key(n)] = h.prepare(p, key(n)).Phase
@@ -164,10 +165,8 @@ func TestEveryCrashImageHoldsWhatWasAnswered(t *testing.T) {
 			}
 			answered[key(n-1)] = r.Phase
 		}
-		if h.a.wal.off <= before {
-			checkpoints++
-		}
-		if n%17 != 0 && h.a.wal.off > before {
+		h.idle()
+		if n%17 != 0 && h.a.checkpoints.Load() == before {
 			continue // every checkpoint and every 17th commit is imaged
 		}
 		img := crashImage(t, h)

@@ -347,6 +347,9 @@ func (a *Authority) Run(ctx context.Context) error {
 		case <-expiry:
 			armed = a.runBatch(nil, timer)
 		}
+		if rearmed, ok := a.takeUpLog(timer); ok {
+			armed = rearmed
+		}
 	}
 }
 
@@ -486,14 +489,14 @@ func (a *Authority) commit(puts []put, checkpoint bool) (unknown bool, err error
 		if len(puts) == 0 {
 			return false, nil
 		}
-		return a.commitJournal(func(tx *bolt.Tx) error { return putAll(tx, puts) })
+		return a.counted(a.commitJournal(func(tx *bolt.Tx) error { return putAll(tx, puts) }))
 	}
 	n := w.encode(puts)
 	if checkpoint || entryLen(n) > walSize {
-		return a.checkpoint(puts)
+		return a.counted(a.checkpoint(puts))
 	}
 	if w.reseal || !w.fits(n) {
-		if unknown, err := a.checkpoint(nil); err != nil {
+		if unknown, err := a.counted(a.checkpoint(nil)); err != nil {
 			return unknown, err
 		}
 	}
@@ -503,6 +506,35 @@ func (a *Authority) commit(puts []put, checkpoint bool) (unknown bool, err error
 	a.commits.Add(1)
 	a.pending.add(puts)
 	return false, nil
+}
+
+// counted counts a commit an answer waits for.
+func (a *Authority) counted(unknown bool, err error) (bool, error) {
+	if err == nil {
+		a.commits.Add(1)
+	}
+	return unknown, err
+}
+
+// logFull is how much of the log is used when the writer takes it up
+// between batches.
+const logFull = walSize / 4 * 3
+
+// takeUpLog checkpoints a log that is filling up, between batches, so
+// that no answer waits for the journal's own commit. A checkpoint that
+// fails is a failed commit; the log still has room, and the next
+// checkpoint is tried after the next batch.
+func (a *Authority) takeUpLog(timer clock.Timer) (armed due, ok bool) {
+	if a.wal == nil || a.wal.off < logFull {
+		return 0, false
+	}
+	unknown, err := a.checkpoint(nil)
+	if err != nil {
+		a.commitFailed(err, unknown)
+		return a.arm(timer), true
+	}
+	a.checkpoints.Add(1)
+	return 0, false
 }
 
 // checkpoint brings the journal up to date with its log, and with puts,
@@ -546,6 +578,5 @@ func (a *Authority) commitJournal(fn func(tx *bolt.Tx) error) (unknown bool, err
 	if err := tx.Commit(); err != nil {
 		return a.journalHolds(txid), err
 	}
-	a.commits.Add(1)
 	return false, nil
 }

@@ -118,6 +118,7 @@ type Authority struct {
 	// holds beyond the journal. The writer alone uses them, and Close
 	// once the writer is done; writing is held while it is.
 	wal     *wal
+	logErr  error // why there is no log
 	pending walPending
 	writing sync.Mutex
 	// commits counts the durable commits answers waited for: entries of
@@ -231,7 +232,7 @@ func Open(path string, opts Options) (*Authority, error) {
 	}
 	a.db = db
 	// Without a log, commits are slower, not less safe.
-	a.wal, _ = openLog(path+walSuffix, log)
+	a.wal, a.logErr = openLog(path+walSuffix, log)
 	a.pending = walPending{}
 	a.led = ledger{totals: l.totals, keys: l.keys, next: l.next, charged: l.charged, prepared: l.prepared, owners: l.owners, instances: l.instances}
 	for id, at := range l.prepared {
@@ -1082,6 +1083,10 @@ func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 	slices.SortFunc(out, func(x, y Record) int { return strings.Compare(x.ID, y.ID) })
 	return out, nil
 }
+
+// LogError returns why the journal has no write-ahead log, nil when it
+// has one. It is for the daemon's log: it carries the system's words.
+func (a *Authority) LogError() error { return a.logErr }
 
 // Backup writes a consistent copy of the journal to w, with every commit
 // answered before it was called, while the authority keeps serving; a

@@ -42,8 +42,9 @@
 // only by Create and refused by Open when missing, corrupt, foreign, of an
 // unknown schema or inconsistent. Every state-changing request commits
 // before it is answered; one writer goroutine commits whatever requests
-// wait at that moment in a single transaction, so concurrent callers share
-// an fsync without a batching delay.
+// wait at that moment as one entry of the journal's write-ahead log (one
+// fdatasync), so concurrent callers share a sync without a batching
+// delay. The journal takes the log up at checkpoints (wal.go).
 //
 // The package does not create scopes, move processes or read cgroups: the
 // launch code and the agent controller do, and hand the authority what

@@ -250,8 +250,8 @@ func TestJournalWithoutALogGainsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.open()
-	if h.a.wal != nil {
-		t.Fatal("a log was opened where a directory stands")
+	if h.a.wal != nil || h.a.LogError() == nil {
+		t.Fatalf("log = %v, error %v where a directory stands; want none, and why", h.a.wal, h.a.LogError())
 	}
 	p = h.ready()
 	before := h.journalTxid()
@@ -266,8 +266,8 @@ func TestJournalWithoutALogGainsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.open()
-	if st, err := os.Stat(h.path + walSuffix); err != nil || st.Size() != walSize || h.a.wal == nil {
-		t.Fatalf("log after reopening: %v, %v; want %d bytes, open", st, err, walSize)
+	if st, err := os.Stat(h.path + walSuffix); err != nil || st.Size() != walSize || h.a.wal == nil || h.a.LogError() != nil {
+		t.Fatalf("log after reopening: %v, %v, %v; want %d bytes, open", st, err, h.a.LogError(), walSize)
 	}
 	if err := h.a.db.View(func(tx *bolt.Tx) error {
 		if s := string(tx.Bucket(bucketMeta).Get(keySchema)); s != SchemaVersion {

@@ -49,6 +49,9 @@ func (d *Daemon) openAuthority(firstStart bool) (err error) {
 		return fmt.Errorf("admission journal: %w", err)
 	}
 	d.closers = append(d.closers, d.auth.Close)
+	if err := d.auth.LogError(); err != nil {
+		d.log.Warn("the admission journal has no write-ahead log: every commit waits for the journal's own", "err", err)
+	}
 	return nil
 }
 

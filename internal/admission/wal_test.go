@@ -329,3 +329,50 @@ func TestRestoredBackupIgnoresTheLiveLog(t *testing.T) {
 		t.Fatalf("restored backup holds %d attempts, want the one before the backup", len(got))
 	}
 }
+
+// A fenced authority does not take up its log: the journal is left as the
+// fence found it, for the next start to judge.
+func TestFencedAuthorityLeavesItsLog(t *testing.T) {
+	h := newHarness(t)
+	h.capacity = capacityOf(Budget{CPUMilli: MaxQuantity, MemoryBytes: MaxQuantity, Tasks: MaxQuantity})
+	h.restart()
+	p := h.ready()
+	for n := 0; h.a.wal.off < logFull-walPage; n++ {
+		h.prepare(p, key(n))
+	}
+	if h.a.checkpoints.Load() != 0 {
+		t.Fatal("the log was taken up before it was full")
+	}
+	txid := h.journalTxid()
+	// The batch that fills the log is fenced before it commits: it is
+	// answered, and the log is not taken up after it.
+	_, err := h.a.do(t.Context(), h.clock.Now(), func(b *batch) (any, error) {
+		b.putOwner(ownerRecord{Name: "other", Generation: 1, Process: Process{UID: 1000, PID: 200, BootID: "boot-a"}})
+		h.a.commitFailed(fmt.Errorf("fdatasync: %w", os.ErrInvalid), true)
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writer takes the log up after its answers: stopped, it is done.
+	a := h.a
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if a.checkpoints.Load() != 0 {
+		t.Fatal("a fenced authority took up its log")
+	}
+	db, err := bolt.Open(h.path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(tx *bolt.Tx) error {
+		if tx.ID() != txid {
+			return fmt.Errorf("the journal moved from transaction %d to %d while fenced", txid, tx.ID())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -525,7 +525,8 @@ const logFull = walSize / 4 * 3
 // fails is a failed commit; the log still has room, and the next
 // checkpoint is tried after the next batch.
 func (a *Authority) takeUpLog(timer clock.Timer) (armed due, ok bool) {
-	if a.wal == nil || a.wal.off < logFull {
+	if a.wal == nil || a.wal.off < logFull || a.fenced() != nil {
+		// A fenced journal is not written: the next start judges it.
 		return 0, false
 	}
 	unknown, err := a.checkpoint(nil)

@@ -332,13 +332,7 @@ func TestBackupIsAConsistentCopyThatOpens(t *testing.T) {
 		t.Fatalf("Open of the backup = %v", err)
 	}
 	defer copyAuth.Close()
-	var got map[string]Record
-	if err := copyAuth.db.View(func(tx *bolt.Tx) (err error) {
-		got, _, err = storedRecords(tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := imageRecords(t, copyAuth)
 	if len(got) != len(want) {
 		t.Fatalf("backup holds %d attempts, want %d", len(got), len(want))
 	}

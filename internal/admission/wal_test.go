@@ -130,8 +130,8 @@ func crashImage(t *testing.T, h *harness) *Authority {
 	return a
 }
 
-// imageRecords is what an opened image holds, read from its journal file,
-// which Open brought up to date with the log.
+// imageRecords is what a's journal file holds: all it holds once Open or
+// a checkpoint brought it up to date with the log.
 func imageRecords(t *testing.T, a *Authority) map[string]Record {
 	t.Helper()
 	var got map[string]Record

@@ -368,15 +368,21 @@ func (h *harness) commits() int { return int(h.a.commits.Load()) }
 // log between batches among it.
 func (h *harness) idle() {
 	h.t.Helper()
-	if _, err := h.a.do(h.t.Context(), h.clock.Now(), func(*batch) (any, error) { return nil, nil }); err != nil {
+	if err := h.onWriter(func(*batch) {}); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// onWriter runs fn as a request of its own on the writer.
+func (h *harness) onWriter(fn func(*batch)) error {
+	_, err := h.a.do(h.t.Context(), h.clock.Now(), func(b *batch) (any, error) { fn(b); return nil, nil })
+	return err
 }
 
 // view reads the journal file once the writer has brought it up to date
 // with its log.
 func (h *harness) view(fn func(*bolt.Tx) error) error {
-	if _, err := h.a.do(h.t.Context(), h.clock.Now(), func(b *batch) (any, error) { b.checkpoint = true; return nil, nil }); err != nil {
+	if err := h.onWriter(func(b *batch) { b.checkpoint = true }); err != nil {
 		return err
 	}
 	return h.a.db.View(fn)

@@ -346,10 +346,9 @@ func TestFencedAuthorityLeavesItsLog(t *testing.T) {
 	txid := h.journalTxid()
 	// The batch that fills the log is fenced before it commits: it is
 	// answered, and the log is not taken up after it.
-	_, err := h.a.do(t.Context(), h.clock.Now(), func(b *batch) (any, error) {
+	err := h.onWriter(func(b *batch) {
 		b.putOwner(ownerRecord{Name: "other", Generation: 1, Process: Process{UID: 1000, PID: 200, BootID: "boot-a"}})
 		h.a.commitFailed(fmt.Errorf("fdatasync: %w", os.ErrInvalid), true)
-		return nil, nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -431,7 +431,6 @@ func (a *Authority) runBatch(first *request, timer clock.Timer) (armed due) {
 		return
 	}
 	b := a.newBatch()
-	defer b.endRead()
 	var err error
 	if first == nil {
 		err = b.expireDue(a.clock.Now())

@@ -37,6 +37,17 @@ type launcher struct {
 // that ships is whatever make build makes. marshalctl version --client is timed as the
 // CLI's own start and exit, and a Go program that only execs /bin/true
 // (go-exec) as the floor of any Go CLI.
+//
+// Every launch, marshal's and systemd-run's alike, moves a process into
+// its scope, and a move takes a host-wide lock whose first writer after a
+// quiet moment waits out an RCU grace period (BenchmarkMove in
+// internal/cgroup). Which launch pays that wait depends on what moved
+// last, so every way is timed under two conditions, the same for all:
+// after=quiet, each launch after an idle moment longer than a grace
+// period, as a person's launch on a quiet machine starts, every move
+// paying the wait; and after=move, with a process of the benchmark's own
+// moved between two groups of its own every millisecond throughout, so
+// that no move waits: what each way itself adds.
 func BenchmarkRunLatency(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times whole processes: run without -race")
@@ -78,7 +89,39 @@ func BenchmarkRunLatency(b *testing.B) {
 			return cmd
 		}})
 	}
-	times := timeLaunchers(b, ways)
+	b.Run("after=move", func(b *testing.B) {
+		stop := keepMoving(b)
+		times := timeLaunchers(b, ways, nil)
+		stop()
+		reportLaunchers(b, ways, times)
+		d.waitSettled(b)
+	})
+	// After a quiet moment only the ways the targets compare: each
+	// iteration idles once per way.
+	var compared []launcher
+	for _, w := range ways {
+		if slices.Contains([]string{"bare", "none", "required", "systemd-run"}, w.name) {
+			compared = append(compared, w)
+		}
+	}
+	b.Run("after=quiet", func(b *testing.B) {
+		// The idle time is the condition measured, not a wait for an
+		// event: the kernel tells no one when a grace period has passed.
+		times := timeLaunchers(b, compared, func() { time.Sleep(quietMoment) })
+		reportLaunchers(b, compared, times)
+		d.waitSettled(b)
+	})
+}
+
+// quietMoment is longer than an RCU grace period on any kernel
+// configuration: after it, the next move between cgroups waits one out.
+const quietMoment = 60 * time.Millisecond
+
+// reportLaunchers reports the median and 90th percentile of each way's
+// times, what each adds to the first (bare), and the targets: what
+// admission adds to a launch, and what a launch adds to the exec as a
+// share of what systemd-run --scope adds.
+func reportLaunchers(b *testing.B, ways []launcher, times [][]time.Duration) {
 	bare := median(times[0])
 	medians := map[string]time.Duration{}
 	for i, w := range ways {
@@ -89,14 +132,59 @@ func BenchmarkRunLatency(b *testing.B) {
 			b.ReportMetric(ms(median(times[i])-bare), w.name+"-over-bare-ms")
 		}
 	}
-	// The targets: what admission adds to a launch, and what a launch
-	// adds to the exec as a share of what systemd-run --scope adds.
 	b.ReportMetric(ms(medians["required"]-medians["none"]), "required-over-none-ms")
 	if sr, ok := medians["systemd-run"]; ok && sr > bare {
 		b.ReportMetric(float64(medians["none"]-bare)/float64(sr-bare), "none-per-systemd-run")
 	}
 	b.ReportMetric(0, "ns/op")
-	d.waitSettled(b)
+}
+
+// keepMoving moves a process of its own between two cgroup2 groups of
+// its own every millisecond, so that the host-wide lock a move takes
+// never goes quiet, until the returned stop is called (or b ends).
+func keepMoving(b *testing.B) (stop func()) {
+	b.Helper()
+	tree := testutil.NewCgroupTree(b)
+	groups := [2]string{tree.V2("a"), tree.V2("b")}
+	for _, g := range groups {
+		if err := os.Mkdir(g, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	proc := exec.Command("sleep", "infinity")
+	if err := proc.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done, ended := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			if err := cgroup.MoveProcess(groups[n%2], proc.Process.Pid); err != nil {
+				ended <- err
+				return
+			}
+			select {
+			case <-done:
+				ended <- nil
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			if err := <-ended; err != nil {
+				b.Errorf("moving the process that keeps moves warm: %v", err)
+			}
+			proc.Process.Kill()
+			proc.Wait()
+		})
+	}
+	b.Cleanup(stop)
+	return stop
 }
 
 // BenchmarkRunThroughput is launches per second of `marshalctl run -w W
@@ -206,13 +294,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // timeLaunchers runs each of ways in turn, b.N rounds, and returns each
 // one's wall times, in the order of ways: interleaved, so that the
-// machine's load weighs on all alike.
-func timeLaunchers(b *testing.B, ways []launcher) [][]time.Duration {
+// machine's load weighs on all alike. before, unless nil, runs untimed
+// before each launch.
+func timeLaunchers(b *testing.B, ways []launcher, before func()) [][]time.Duration {
 	b.Helper()
 	times := make([][]time.Duration, len(ways))
 	b.ResetTimer()
 	for range b.N {
 		for i, w := range ways {
+			if before != nil {
+				before()
+			}
 			cmd := w.cmd()
 			start := time.Now()
 			if out, err := cmd.CombinedOutput(); err != nil {

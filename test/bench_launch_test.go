@@ -41,13 +41,12 @@ type launcher struct {
 // Every launch, marshal's and systemd-run's alike, moves a process into
 // its scope, and a move takes a host-wide lock whose first writer after a
 // quiet moment waits out an RCU grace period (BenchmarkMove in
-// internal/cgroup). Which launch pays that wait depends on what moved
-// last, so every way is timed under two conditions, the same for all:
-// after=quiet, each launch after an idle moment longer than a grace
-// period, as a person's launch on a quiet machine starts, every move
-// paying the wait; and after=move, with a process of the benchmark's own
-// moved between two groups of its own every millisecond throughout, so
-// that no move waits: what each way itself adds.
+// internal/cgroup). The ways are timed under two conditions: after=launch,
+// each right after the one before, as launches in quick succession run,
+// where which of them finds the lock quiet depends on the machine; and
+// after=quiet, each after an idle moment longer than a grace period, as a
+// person's launch on a quiet machine starts, every move paying the wait
+// alike.
 func BenchmarkRunLatency(b *testing.B) {
 	if raceEnabled {
 		b.Skip("times whole processes: run without -race")
@@ -89,10 +88,8 @@ func BenchmarkRunLatency(b *testing.B) {
 			return cmd
 		}})
 	}
-	b.Run("after=move", func(b *testing.B) {
-		stop := keepMoving(b)
+	b.Run("after=launch", func(b *testing.B) {
 		times := timeLaunchers(b, ways, nil)
-		stop()
 		reportLaunchers(b, ways, times)
 		d.waitSettled(b)
 	})
@@ -137,54 +134,6 @@ func reportLaunchers(b *testing.B, ways []launcher, times [][]time.Duration) {
 		b.ReportMetric(float64(medians["none"]-bare)/float64(sr-bare), "none-per-systemd-run")
 	}
 	b.ReportMetric(0, "ns/op")
-}
-
-// keepMoving moves a process of its own between two cgroup2 groups of
-// its own every millisecond, so that the host-wide lock a move takes
-// never goes quiet, until the returned stop is called (or b ends).
-func keepMoving(b *testing.B) (stop func()) {
-	b.Helper()
-	tree := testutil.NewCgroupTree(b)
-	groups := [2]string{tree.V2("a"), tree.V2("b")}
-	for _, g := range groups {
-		if err := os.Mkdir(g, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	proc := exec.Command("sleep", "infinity")
-	if err := proc.Start(); err != nil {
-		b.Fatal(err)
-	}
-	done, ended := make(chan struct{}), make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			if err := cgroup.MoveProcess(groups[n%2], proc.Process.Pid); err != nil {
-				ended <- err
-				return
-			}
-			select {
-			case <-done:
-				ended <- nil
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			close(done)
-			if err := <-ended; err != nil {
-				b.Errorf("moving the process that keeps moves warm: %v", err)
-			}
-			proc.Process.Kill()
-			proc.Wait()
-		})
-	}
-	b.Cleanup(stop)
-	return stop
 }
 
 // BenchmarkRunThroughput is launches per second of `marshalctl run -w W

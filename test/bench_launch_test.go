@@ -89,7 +89,7 @@ func BenchmarkRunLatency(b *testing.B) {
 		}})
 	}
 	b.Run("after=launch", func(b *testing.B) {
-		times := timeLaunchers(b, ways, nil)
+		times := timeLaunchers(b, ways, 0)
 		reportLaunchers(b, ways, times)
 		d.waitSettled(b)
 	})
@@ -102,17 +102,11 @@ func BenchmarkRunLatency(b *testing.B) {
 		}
 	}
 	b.Run("after=quiet", func(b *testing.B) {
-		// The idle time is the condition measured, not a wait for an
-		// event: the kernel tells no one when a grace period has passed.
-		times := timeLaunchers(b, compared, func() { time.Sleep(quietMoment) })
+		times := timeLaunchers(b, compared, testutil.QuietMoment)
 		reportLaunchers(b, compared, times)
 		d.waitSettled(b)
 	})
 }
-
-// quietMoment is longer than an RCU grace period on any kernel
-// configuration: after it, the next move between cgroups waits one out.
-const quietMoment = 60 * time.Millisecond
 
 // reportLaunchers reports the median and 90th percentile of each way's
 // times, what each adds to the first (bare), and the targets: what
@@ -243,16 +237,17 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // timeLaunchers runs each of ways in turn, b.N rounds, and returns each
 // one's wall times, in the order of ways: interleaved, so that the
-// machine's load weighs on all alike. before, unless nil, runs untimed
-// before each launch.
-func timeLaunchers(b *testing.B, ways []launcher, before func()) [][]time.Duration {
+// machine's load weighs on all alike. Each launch follows an idle time
+// of idle, untimed: the condition measured (testutil.QuietMoment), not a
+// wait for an event.
+func timeLaunchers(b *testing.B, ways []launcher, idle time.Duration) [][]time.Duration {
 	b.Helper()
 	times := make([][]time.Duration, len(ways))
 	b.ResetTimer()
 	for range b.N {
 		for i, w := range ways {
-			if before != nil {
-				before()
+			if idle > 0 {
+				time.Sleep(idle)
 			}
 			cmd := w.cmd()
 			start := time.Now()

@@ -79,7 +79,7 @@ func BenchmarkRunNetns(b *testing.B) {
 			return exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true")
 		}})
 	}
-	times := timeLaunchers(b, ways, nil)
+	times := timeLaunchers(b, ways, 0)
 	medians := map[string]time.Duration{}
 	for i, w := range ways {
 		medians[w.name] = median(times[i])

@@ -36,11 +36,6 @@ func BenchmarkMove(b *testing.B) {
 		proc.Process.Kill()
 		proc.Wait()
 	})
-	// The idle time is the condition measured, not a wait for an event:
-	// the kernel tells no one when the lock's grace period has passed.
-	// Longer than one on any kernel configuration, it brings the lock's
-	// wait back to its start.
-	const idle = 60 * time.Millisecond
 	n := 0
 	move := func() time.Duration {
 		n++
@@ -52,7 +47,7 @@ func BenchmarkMove(b *testing.B) {
 	}
 	var cold, warm []time.Duration
 	for b.Loop() {
-		time.Sleep(idle)
+		time.Sleep(testutil.QuietMoment)
 		cold = append(cold, move())
 		warm = append(warm, move())
 	}

@@ -42,9 +42,9 @@ type Options struct {
 	// adds, latency, work duration, retries) under the controller's name.
 	// Default none: the process-wide workqueue provider is not used either.
 	//
-	// An idle controller wakes only for the queue's 10 s heartbeat; with a
-	// provider the queue also wakes every 500 ms to update its
-	// unfinished-work gauge.
+	// The queue's unfinished-work gauges stay at zero: the queue would poll
+	// to keep them (see tickless). Stats.Unfinished and Stats.Longest give
+	// the same figures when asked.
 	MetricsProvider workqueue.MetricsProvider
 }
 
@@ -91,6 +91,11 @@ type Controller struct {
 	pendingSet map[Key]struct{}
 
 	stats counters
+	// busy holds, per worker, when the call it is running started, as
+	// nanoseconds since made on the controller's clock plus one, or 0
+	// while it waits. Offsets from made keep the monotonic reading.
+	busy []atomic.Int64
+	made time.Time
 }
 
 type queueRef struct {
@@ -141,6 +146,8 @@ func NewController(name string, r Reconciler, o Options) (*Controller, error) {
 		limiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[Key](o.BackoffBase, o.BackoffMax),
 		metrics:    o.MetricsProvider,
 		pendingSet: make(map[Key]struct{}),
+		busy:       make([]atomic.Int64, o.Workers),
+		made:       o.Clock.Now(),
 	}, nil
 }
 
@@ -181,8 +188,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	for range c.workers {
-		wg.Go(func() { c.work(ctx, q) })
+	for i := range c.workers {
+		wg.Go(func() { c.work(ctx, q, &c.busy[i]) })
 	}
 	c.log.Info("controller started", "workers", c.workers)
 	<-ctx.Done()
@@ -202,7 +209,7 @@ func (c *Controller) startQueue() (workqueue.TypedRateLimitingInterface[Key], er
 		return nil, fmt.Errorf("controller %q: %w", c.name, ErrAlreadyStarted)
 	}
 	c.started = true
-	cfg := workqueue.TypedRateLimitingQueueConfig[Key]{Clock: c.clock}
+	cfg := workqueue.TypedRateLimitingQueueConfig[Key]{Clock: tickless{c.clock}}
 	if c.metrics != nil {
 		// An unnamed queue reports no metrics; a named one without a
 		// provider would report to the process-wide one.
@@ -218,8 +225,9 @@ func (c *Controller) startQueue() (workqueue.TypedRateLimitingInterface[Key], er
 	return q, nil
 }
 
-// work takes keys until the queue shuts down or ctx ends.
-func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key]) {
+// work takes keys until the queue shuts down or ctx ends. It records the
+// start of each call in busy.
+func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], busy *atomic.Int64) {
 	for {
 		key, shutdown := q.Get()
 		if shutdown {
@@ -230,17 +238,19 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 			q.Done(key)
 			return
 		}
-		c.process(ctx, q, key)
+		c.process(ctx, q, key, busy)
 	}
 }
 
 // process reconciles key once and decides when it runs again.
-func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], key Key) {
+func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], key Key, busy *atomic.Int64) {
 	defer q.Done(key)
 	c.stats.inFlight.Add(1)
 	start := c.clock.Now()
+	busy.Store(int64(start.Sub(c.made)) + 1)
 	res, err := c.call(ctx, key)
 	elapsed := c.clock.Since(start)
+	busy.Store(0)
 	c.stats.inFlight.Add(-1)
 	c.stats.observe(elapsed)
 
@@ -291,6 +301,14 @@ func (c *Controller) call(ctx context.Context, key Key) (res Result, err error) 
 // Stats returns a snapshot of the controller's counters, for metrics.
 func (c *Controller) Stats() Stats {
 	s := c.stats.snapshot()
+	now := int64(c.clock.Since(c.made)) + 1
+	for i := range c.busy {
+		if started := c.busy[i].Load(); started != 0 {
+			d := time.Duration(now - started)
+			s.Unfinished += d
+			s.Longest = max(s.Longest, d)
+		}
+	}
 	if ref := c.queue.Load(); ref != nil {
 		s.QueueDepth = ref.q.Len()
 	} else {
@@ -300,3 +318,19 @@ func (c *Controller) Stats() Stats {
 	}
 	return s
 }
+
+// tickless is the clock the work queue is given: the controller's clock,
+// except that its tickers never tick. The queue's only tickers poll: one
+// samples unfinished work every 500 ms when metrics are kept, the other is
+// the delaying queue's 10 s heartbeat, insurance against a missed wakeup
+// that its timers and add channel already prevent. Without them an idle
+// controller is never woken; Stats computes unfinished work when asked.
+type tickless struct{ clock.WithTicker }
+
+func (tickless) NewTicker(time.Duration) clock.Ticker { return stoppedTicker{} }
+
+// stoppedTicker never ticks: its channel is nil.
+type stoppedTicker struct{}
+
+func (stoppedTicker) C() <-chan time.Time { return nil }
+func (stoppedTicker) Stop()               {}

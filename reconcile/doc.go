@@ -21,8 +21,10 @@
 // its context ends and returns only after every in-flight Reconcile
 // returned. Backoff, RequeueAfter and durations use an injected clock
 // (k8s.io/utils/clock), so tests step a fake clock instead of sleeping.
-// Stats exposes counters and a duration histogram per controller for the
-// metrics code; Options.MetricsProvider receives the queue's own metrics.
+// Stats exposes counters, a duration histogram and the unfinished work of
+// the calls running, per controller, for the metrics code;
+// Options.MetricsProvider receives the queue's own metrics. An idle
+// controller sets no timer: nothing runs until a key is enqueued.
 //
 // # The stores and their events
 //

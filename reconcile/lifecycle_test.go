@@ -327,3 +327,50 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Unfinished and Longest add up the calls running now, on the
+// controller's clock, and fall to zero once they return.
+func TestStatsUnfinishedWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := newFakeClock()
+		release := make(chan struct{})
+		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			<-release
+			return reconcile.Result{}, nil
+		})
+		c := newController(t, r, reconcile.Options{Clock: clk, Workers: 3})
+		start(t, c)
+		c.Enqueue(keyA)
+		synctest.Wait()
+		clk.Step(3 * time.Second)
+		c.Enqueue(keyB)
+		synctest.Wait()
+		clk.Step(2 * time.Second)
+		if s := c.Stats(); s.Unfinished != 7*time.Second || s.Longest != 5*time.Second {
+			t.Errorf("two calls running 5s and 2s: Unfinished, Longest = %v, %v; want 7s, 5s", s.Unfinished, s.Longest)
+		}
+		close(release)
+		synctest.Wait()
+		if s := c.Stats(); s.Unfinished != 0 || s.Longest != 0 {
+			t.Errorf("no call running: Unfinished, Longest = %v, %v; want 0, 0", s.Unfinished, s.Longest)
+		}
+	})
+}
+
+// An idle controller, metrics provider and all, holds no ticker or timer
+// on its clock: nothing wakes it until a key is enqueued.
+func TestIdleControllerSetsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := newFakeClock()
+		p := &countingProvider{adds: map[string]int{}}
+		c := newController(t, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}), reconcile.Options{Clock: clk, MetricsProvider: p})
+		start(t, c)
+		c.Enqueue(keyA)
+		synctest.Wait()
+		if clk.HasWaiters() {
+			t.Error("an idle controller waits on its clock; want no ticker or timer")
+		}
+	})
+}

@@ -23,6 +23,10 @@ type Stats struct {
 	Requeues uint64
 	// InFlight is the number of calls running now.
 	InFlight int64
+	// Unfinished is how long the calls running now have run so far,
+	// summed, and Longest the longest of them, on the controller's clock:
+	// large values mean a stuck worker. Both are zero when no call runs.
+	Unfinished, Longest time.Duration
 	// QueueDepth is the number of keys waiting for a worker now (keys whose
 	// backoff or RequeueAfter is pending are not counted).
 	QueueDepth int

@@ -129,6 +129,9 @@ func TestControllerAndQueueMetrics(t *testing.T) {
 		if got := before.value(t, "marshal_controller_reconciles_total", "controller", c); got != 0 {
 			t.Errorf("before any call: reconciles{controller=%q} = %v, want 0", c, got)
 		}
+		if got := before.value(t, "marshal_workqueue_longest_running_processor_seconds", "name", c); got != 0 {
+			t.Errorf("before any call: longest running{name=%q} = %v, want 0", c, got)
+		}
 	}
 	if _, ok := before["marshal_workqueue_adds_total"]; ok {
 		t.Errorf("before the queues exist: marshal_workqueue_adds_total is exported")
@@ -191,6 +194,14 @@ func TestControllerAndQueueMetrics(t *testing.T) {
 	during.typeOf(t, "marshal_workqueue_work_duration_seconds", dto.MetricType_HISTOGRAM)
 	during.typeOf(t, "marshal_workqueue_unfinished_work_seconds", dto.MetricType_GAUGE)
 	during.typeOf(t, "marshal_workqueue_longest_running_processor_seconds", dto.MetricType_GAUGE)
+	// Each controller's one worker is inside its barrier call.
+	for _, c := range []string{"ok", "flaky"} {
+		unfinished := during.value(t, "marshal_workqueue_unfinished_work_seconds", "name", c)
+		longest := during.value(t, "marshal_workqueue_longest_running_processor_seconds", "name", c)
+		if longest <= 0 || unfinished != longest {
+			t.Errorf("one call running in %s: unfinished, longest = %v, %v; want equal and > 0", c, unfinished, longest)
+		}
+	}
 	if h := during.find("marshal_controller_reconcile_duration_seconds", "controller", "flaky").GetHistogram(); h.GetSampleSum() <= 0 {
 		t.Errorf("reconcile duration sum of flaky = %v, want > 0", h.GetSampleSum())
 	}

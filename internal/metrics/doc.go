@@ -6,10 +6,11 @@
 // What is exported, all under the "marshal_" prefix:
 //
 //   - per controller: reconciles, errors by kind (error, terminal, panic),
-//     requeues, active workers and a reconcile duration histogram, read
-//     from reconcile.Controller.Stats at scrape time;
+//     requeues, active workers, a reconcile duration histogram and the
+//     queue's unfinished work, read from reconcile.Controller.Stats at
+//     scrape time;
 //   - per work queue (Workqueue, a workqueue.MetricsProvider): depth, adds,
-//     time in queue, work duration, retries and unfinished work;
+//     time in queue, work duration and retries;
 //   - live agents (populated scopes) per profile, objects declared per
 //     kind, and the config dir's files, load errors and hold;
 //   - the admission authority's capacity, target, committed and free

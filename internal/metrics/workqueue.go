@@ -19,13 +19,15 @@ var queueBuckets = []float64{
 // and collected by the registry New builds. Pass it as
 // reconcile.Options.MetricsProvider to every controller, then to New as
 // Options.Workqueue. It is safe for concurrent use.
+//
+// The queue's unfinished-work gauges are not kept here: reconcile's queues
+// never run the loop that sets them, and the controllers' collector
+// exports the same two families from Stats (see unfinishedDesc).
 type Workqueue struct {
 	depth        *prometheus.GaugeVec
 	adds         *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	workDuration *prometheus.HistogramVec
-	unfinished   *prometheus.GaugeVec
-	longest      *prometheus.GaugeVec
 	retries      *prometheus.CounterVec
 }
 
@@ -56,14 +58,6 @@ func NewWorkqueue() *Workqueue {
 			Help:    "How long a worker took to process a key.",
 			Buckets: queueBuckets,
 		}, name),
-		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "marshal_workqueue_unfinished_work_seconds",
-			Help: "Seconds of work in progress not yet observed by work_duration; large values mean stuck workers.",
-		}, name),
-		longest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "marshal_workqueue_longest_running_processor_seconds",
-			Help: "Seconds the longest-running worker of a work queue has been processing its key.",
-		}, name),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "marshal_workqueue_retries_total",
 			Help: "Keys added to a work queue after a delay: retries after a failure and requeues after a while.",
@@ -91,16 +85,22 @@ func (w *Workqueue) NewWorkDurationMetric(name string) workqueue.HistogramMetric
 	return w.workDuration.WithLabelValues(name)
 }
 
-// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider.
-func (w *Workqueue) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return w.unfinished.WithLabelValues(name)
+// NewUnfinishedWorkSecondsMetric implements workqueue.MetricsProvider
+// with a gauge that drops what it is set to.
+func (w *Workqueue) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return discard{}
 }
 
 // NewLongestRunningProcessorSecondsMetric implements
-// workqueue.MetricsProvider.
-func (w *Workqueue) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return w.longest.WithLabelValues(name)
+// workqueue.MetricsProvider with a gauge that drops what it is set to.
+func (w *Workqueue) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return discard{}
 }
+
+// discard is a settable gauge that keeps nothing.
+type discard struct{}
+
+func (discard) Set(float64) {}
 
 // NewRetriesMetric implements workqueue.MetricsProvider.
 func (w *Workqueue) NewRetriesMetric(name string) workqueue.CounterMetric {
@@ -122,5 +122,5 @@ func (w *Workqueue) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (w *Workqueue) collectors() []prometheus.Collector {
-	return []prometheus.Collector{w.depth, w.adds, w.latency, w.workDuration, w.unfinished, w.longest, w.retries}
+	return []prometheus.Collector{w.depth, w.adds, w.latency, w.workDuration, w.retries}
 }

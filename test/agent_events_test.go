@@ -92,7 +92,13 @@ func TestAgentOOMKilledEvent(t *testing.T) {
 		t.Fatalf("the agent printed no pid: exit %d, stderr %s", r.code, r.stderr)
 	}
 	line := eventLine(t, events, "AgentOOMKilled", "AgentOOMKilled", "pid "+pid+")")
-	if !strings.Contains(line, "Warning") || !strings.Contains(line, "exited with status 0; the kernel OOM-killed 1 process of its scope") {
-		t.Errorf("AgentOOMKilled = %q, want a Warning that the agent exited 0 and the kernel OOM-killed 1 process", line)
+	// The kernel picks the victims: tail first, and at times another
+	// process of the scope before tail's memory is freed.
+	if !strings.Contains(line, "Warning") || !oomKilled.MatchString(line) {
+		t.Errorf("AgentOOMKilled = %q, want a Warning that the agent exited 0 and the kernel OOM-killed 1 process or more", line)
 	}
 }
+
+// oomKilled matches the end of an AgentOOMKilled message, the count in
+// its right number.
+var oomKilled = regexp.MustCompile(`exited with status 0; the kernel OOM-killed (1 process|([2-9]|[1-9][0-9]+) processes) of its scope`)

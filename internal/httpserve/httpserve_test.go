@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,9 +48,7 @@ func TestServeUntilTheContextEnds(t *testing.T) {
 	if err := <-reqDone; err != nil {
 		t.Fatalf("the request in flight failed: %v", err)
 	}
-	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
-		t.Error("the listener still accepts after Serve returned")
-	}
+	testutil.ListenerClosed(t, ln)
 }
 
 func TestServeForcesAfterTheTimeout(t *testing.T) {

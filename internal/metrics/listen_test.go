@@ -3,11 +3,12 @@ package metrics
 import (
 	"context"
 	"errors"
-	"net"
 	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 func TestListenTCP(t *testing.T) {
@@ -81,8 +82,5 @@ func TestServeStopsWithContext(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Serve after cancel = %v, want nil", err)
 	}
-	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
-		c.Close()
-		t.Errorf("%v still accepts connections after Serve returned", ln.Addr())
-	}
+	testutil.ListenerClosed(t, ln)
 }

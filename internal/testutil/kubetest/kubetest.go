@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -322,13 +323,45 @@ func token() string {
 	return hex.EncodeToString(b)
 }
 
+// freePort returns a loopback port that is free now and lies below the
+// kernel's ephemeral range, for a server that must be told its port
+// rather than handed a listener. No bind to port 0 and no outgoing
+// connection is given a port from there, so nothing else on the host
+// takes it between this check and the server's bind, or while the
+// server is down between a stop and a restart.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	low, err := ephemeralLow()
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	const first = 10000
+	for range 100 {
+		port := first + mathrand.IntN(low-first)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: by another test's server, most likely
+		}
+		ln.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free loopback port between %d and %d", first, low)
+}
+
+// ephemeralLow is where the kernel's ephemeral port range starts.
+func ephemeralLow() (int, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("ip_local_port_range %q: want two ports", b)
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 10001 {
+		return 0, fmt.Errorf("ip_local_port_range starts at %q: no room below it for test servers", fields[0])
+	}
+	return low, nil
 }
 
 func tail(s string) string {

@@ -330,11 +330,14 @@ func token() string {
 // takes it between this check and the server's bind, or while the
 // server is down between a stop and a restart.
 func freePort() (int, error) {
+	const first = 10000
 	low, err := ephemeralLow()
 	if err != nil {
 		return 0, err
 	}
-	const first = 10000
+	if low <= first {
+		return 0, fmt.Errorf("the ephemeral port range starts at %d: no room below it for test servers", low)
+	}
 	for range 100 {
 		port := first + mathrand.IntN(low-first)
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -358,8 +361,8 @@ func ephemeralLow() (int, error) {
 		return 0, fmt.Errorf("ip_local_port_range %q: want two ports", b)
 	}
 	low, err := strconv.Atoi(fields[0])
-	if err != nil || low <= 10001 {
-		return 0, fmt.Errorf("ip_local_port_range starts at %q: no room below it for test servers", fields[0])
+	if err != nil {
+		return 0, fmt.Errorf("ip_local_port_range %q: %w", b, err)
 	}
 	return low, nil
 }

@@ -336,11 +336,6 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-
-	from, err := readProcCgroup(pid)
-	if err != nil {
-		return cgroup.Scope{}, cgroup.Applied{}, err
-	}
 	rel := b.scopeRel(profile, id)
 
 	var (
@@ -359,7 +354,10 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 	created = append(created, v2dir)
 	// The scope joins a v1 hierarchy when it has a limit there or its
 	// slice does (a slice's v1 group exists only for a limit).
-	var places []placement
+	var (
+		places []placement
+		ctrls  []string // the controller each of places is for
+	)
 	for _, r := range cgroup.AllResources {
 		dir := b.v1(r, rel)
 		if dir == "" || slices.ContainsFunc(places, func(p placement) bool { return p.dir == dir }) {
@@ -373,9 +371,22 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 			continue // no limit here, none on the slice
 		}
 		created = append(created, dir)
-		places = append(places, placement{dir: dir, back: from.v1Dir(b.mounts.V1, cgroup.Controller(r))})
+		places = append(places, placement{dir: dir})
+		ctrls = append(ctrls, cgroup.Controller(r))
 	}
-	places = append(places, placement{dir: v2dir, back: filepath.Join(b.mounts.V2, from.v2)})
+	// Only a v1 move needs a way back: the cgroup2 move comes last, and
+	// nothing after it fails. So /proc/<pid>/cgroup is read only then,
+	// which keeps the common cgroup2-only launch one read shorter.
+	if len(places) > 0 {
+		from, err := readProcCgroup(pid)
+		if err != nil {
+			return cgroup.Scope{}, cgroup.Applied{}, err
+		}
+		for i := range places {
+			places[i].back = from.v1Dir(b.mounts.V1, ctrls[i])
+		}
+	}
+	places = append(places, placement{dir: v2dir})
 	applied, err := b.applyLimits(rel, limits, true)
 	if err != nil {
 		return cgroup.Scope{}, cgroup.Applied{}, err
@@ -399,7 +410,8 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 }
 
 // placement is a group a process is moved into and the group it came
-// from in the same hierarchy ("" when unknown).
+// from in the same hierarchy ("" when unknown or when the move needs no
+// undoing).
 type placement struct {
 	dir, back string
 }

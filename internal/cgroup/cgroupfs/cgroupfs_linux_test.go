@@ -188,6 +188,7 @@ func TestCreateScopeFailuresLeaveNothingBehind(t *testing.T) {
 		skip    bool
 	}{
 		{name: "process_gone", profile: "coder", id: scope.NewID(), pid: gone.PID(), limits: cgroup.Limits{Tasks: 10, MemoryBytes: 64 << 20}, wantErr: cgroup.ErrNoProcess},
+		{name: "process_gone_without_limits", profile: "coder", id: scope.NewID(), pid: gone.PID(), wantErr: cgroup.ErrNoProcess},
 		{name: "bad_pid", profile: "coder", id: scope.NewID(), pid: 0, wantErr: cgroup.ErrNoProcess},
 		{name: "stale_v1_group", profile: "coder", id: staleID, pid: sleeper.PID(), limits: cgroup.Limits{Tasks: 10}, wantErr: cgroup.ErrExists, skip: stale == ""},
 		{name: "invalid_profile", profile: "No_Such", id: scope.NewID(), pid: sleeper.PID()},

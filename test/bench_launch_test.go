@@ -36,7 +36,11 @@ type launcher struct {
 // marshalctl built statically (CGO_ENABLED=0) is timed too: the build
 // that ships is whatever make build makes. marshalctl version --client is timed as the
 // CLI's own start and exit, and a Go program that only execs /bin/true
-// (go-exec) as the floor of any Go CLI.
+// (go-exec) as the floor of any Go CLI. Two more Go programs make a fresh
+// cgroup and start /bin/true in it, as the kernel's share of a launch:
+// go-move moves itself in and execs, as marshal's launch does, and
+// go-clone starts it there with CLONE_INTO_CGROUP and waits; what none
+// adds over go-move is marshal's own software and its round trip.
 //
 // Every launch, marshal's and systemd-run's alike, moves a process into
 // its scope, and a move takes a host-wide lock whose first writer after a
@@ -57,6 +61,11 @@ func BenchmarkRunLatency(b *testing.B) {
 		launchWorkspace{name: "required", participation: "required", maxLive: 64}), "none", "required")
 	static := buildStatic(b, "../cmd/marshalctl")
 	goexec := buildStatic(b, "./testdata/goexec")
+	golaunch := buildStatic(b, "./testdata/golaunch")
+	floors := d.tree.V2("floors")
+	if err := os.Mkdir(floors, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	run := func(ctl, ws string) func() *exec.Cmd {
 		return func() *exec.Cmd {
 			cmd := exec.Command(ctl, "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
@@ -69,6 +78,9 @@ func BenchmarkRunLatency(b *testing.B) {
 		{"bare", func() *exec.Cmd { return exec.Command("/bin/true") }},
 		// A Go program that only execs: the floor of any Go CLI's share.
 		{"go-exec", func() *exec.Cmd { return exec.Command(goexec, "/bin/true") }},
+		// The same in a cgroup of its own: the kernel's share of a launch.
+		{"go-move", func() *exec.Cmd { return exec.Command(golaunch, "move", floors, "/bin/true") }},
+		{"go-clone", func() *exec.Cmd { return exec.Command(golaunch, "clone", floors, "/bin/true") }},
 		// marshalctl's own start and exit, asking nothing: the share of
 		// the CLI binary in what follows.
 		{"marshalctl-version", func() *exec.Cmd {
@@ -93,11 +105,11 @@ func BenchmarkRunLatency(b *testing.B) {
 		reportLaunchers(b, ways, times)
 		d.waitSettled(b)
 	})
-	// After a quiet moment only the ways the targets compare: each
-	// iteration idles once per way.
+	// After a quiet moment only the ways the targets compare, and the
+	// kernel's floors: each iteration idles once per way.
 	var compared []launcher
 	for _, w := range ways {
-		if slices.Contains([]string{"bare", "none", "required", "systemd-run"}, w.name) {
+		if slices.Contains([]string{"bare", "go-move", "go-clone", "none", "required", "systemd-run"}, w.name) {
 			compared = append(compared, w)
 		}
 	}
@@ -124,6 +136,7 @@ func reportLaunchers(b *testing.B, ways []launcher, times [][]time.Duration) {
 		}
 	}
 	b.ReportMetric(ms(medians["required"]-medians["none"]), "required-over-none-ms")
+	b.ReportMetric(ms(medians["none"]-medians["go-move"]), "none-over-go-move-ms")
 	if sr, ok := medians["systemd-run"]; ok && sr > bare {
 		b.ReportMetric(float64(medians["none"]-bare)/float64(sr-bare), "none-per-systemd-run")
 	}

@@ -297,8 +297,13 @@ func (d *daemon) http() *http.Client {
 // slot or a live process.
 func (d *daemon) waitSettled(t testing.TB) {
 	t.Helper()
+	// The watches end here, as waitReady's do: what follows, a
+	// benchmark's next launches among it, runs without two watchers woken
+	// by every status it changes.
 	hosts := d.watch("hosts")
+	defer hosts.stop()
 	workspaces := d.watch("workspaces")
+	defer workspaces.stop()
 	testutil.Eventually(t, merge(t, hosts.wake, workspaces.wake), func() bool {
 		// Until each watch has delivered the current objects, nothing is
 		// known: an empty map is not an idle daemon.

@@ -353,10 +353,13 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 	}
 	created = append(created, v2dir)
 	// The scope joins a v1 hierarchy when it has a limit there or its
-	// slice does (a slice's v1 group exists only for a limit).
+	// slice does (a slice's v1 group exists only for a limit). Only a v1
+	// move needs a way back: the cgroup2 move comes last, and nothing
+	// after it fails. So /proc/<pid>/cgroup is read at the first v1 group,
+	// and a cgroup2-only launch never reads it.
 	var (
 		places []placement
-		ctrls  []string // the controller each of places is for
+		from   *procCgroup
 	)
 	for _, r := range cgroup.AllResources {
 		dir := b.v1(r, rel)
@@ -371,20 +374,14 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 			continue // no limit here, none on the slice
 		}
 		created = append(created, dir)
-		places = append(places, placement{dir: dir})
-		ctrls = append(ctrls, cgroup.Controller(r))
-	}
-	// Only a v1 move needs a way back: the cgroup2 move comes last, and
-	// nothing after it fails. So /proc/<pid>/cgroup is read only then,
-	// which keeps the common cgroup2-only launch one read shorter.
-	if len(places) > 0 {
-		from, err := readProcCgroup(pid)
-		if err != nil {
-			return cgroup.Scope{}, cgroup.Applied{}, err
+		if from == nil {
+			pc, err := readProcCgroup(pid)
+			if err != nil {
+				return cgroup.Scope{}, cgroup.Applied{}, err
+			}
+			from = &pc
 		}
-		for i := range places {
-			places[i].back = from.v1Dir(b.mounts.V1, ctrls[i])
-		}
+		places = append(places, placement{dir: dir, back: from.v1Dir(b.mounts.V1, cgroup.Controller(r))})
 	}
 	places = append(places, placement{dir: v2dir})
 	applied, err := b.applyLimits(rel, limits, true)

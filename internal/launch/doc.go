@@ -13,7 +13,11 @@
 // the authority, records the launch, creates the scope with the caller
 // moved into it, binds the scope and authorizes the run; only then does
 // the caller exec, already inside its scope, so nothing it runs is ever
-// outside it. Launcher.Launch takes the same steps at once, for a caller
+// outside it. marshald moves the caller, because the caller cannot start
+// its agent in the scope itself (clone3 with CLONE_INTO_CGROUP): the
+// kernel checks that against the caller's own credentials, which would
+// have to allow writing cgroup.procs of the common ancestor of its group
+// and the scope, and an unprivileged caller's do not. Launcher.Launch takes the same steps at once, for a caller
 // that execs as soon as it is answered, in two requests to the authority
 // where the prepared execution makes three: the attempt admitted and its
 // launch begun in one (AdmitLaunch), the scope bound and the run

@@ -40,7 +40,9 @@ type launcher struct {
 // cgroup and start /bin/true in it, as the kernel's share of a launch:
 // go-move moves itself in and execs, as marshal's launch does, and
 // go-clone starts it there with CLONE_INTO_CGROUP and waits; what none
-// adds over go-move is marshal's own software and its round trip.
+// adds over go-move is marshal's own software and its round trip. Of
+// that, run-path is the part any Go client pays: marshalctl run's launch
+// alone (cmd/marshalctl/internal/runpath), without the CLI around it.
 //
 // Every launch, marshal's and systemd-run's alike, moves a process into
 // its scope, and a move takes a host-wide lock whose first writer after a
@@ -62,6 +64,7 @@ func BenchmarkRunLatency(b *testing.B) {
 	static := buildStatic(b, "../cmd/marshalctl")
 	goexec := buildStatic(b, "./testdata/goexec")
 	golaunch := buildStatic(b, "./testdata/golaunch")
+	runpath := buildStatic(b, "../cmd/marshalctl/internal/runpath")
 	floors := d.tree.V2("floors")
 	if err := os.Mkdir(floors, 0o755); err != nil {
 		b.Fatal(err)
@@ -81,6 +84,12 @@ func BenchmarkRunLatency(b *testing.B) {
 		// The same in a cgroup of its own: the kernel's share of a launch.
 		{"go-move", func() *exec.Cmd { return exec.Command(golaunch, "move", floors, "/bin/true") }},
 		{"go-clone", func() *exec.Cmd { return exec.Command(golaunch, "clone", floors, "/bin/true") }},
+		// The launch's request and exec alone, in workspace none.
+		{"run-path", func() *exec.Cmd {
+			cmd := exec.Command(runpath, d.socket, "none", "/bin/true")
+			cmd.Env = agentEnv()
+			return cmd
+		}},
 		// marshalctl's own start and exit, asking nothing: the share of
 		// the CLI binary in what follows.
 		{"marshalctl-version", func() *exec.Cmd {
@@ -141,7 +150,7 @@ func reportLaunchers(b *testing.B, ways []launcher, times [][]time.Duration) {
 		// The floors' shares say how much of the target's budget the
 		// kernel and a Go program's start take before marshal does
 		// anything.
-		for _, w := range []string{"none", "go-exec", "go-move", "go-clone"} {
+		for _, w := range []string{"none", "go-exec", "go-move", "go-clone", "run-path"} {
 			if m, ok := medians[w]; ok {
 				b.ReportMetric(float64(m-bare)/float64(sr-bare), w+"-per-systemd-run")
 			}

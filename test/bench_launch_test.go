@@ -84,12 +84,6 @@ func BenchmarkRunLatency(b *testing.B) {
 		// The same in a cgroup of its own: the kernel's share of a launch.
 		{"go-move", func() *exec.Cmd { return exec.Command(golaunch, "move", floors, "/bin/true") }},
 		{"go-clone", func() *exec.Cmd { return exec.Command(golaunch, "clone", floors, "/bin/true") }},
-		// The launch's request and exec alone, in workspace none.
-		{"run-path", func() *exec.Cmd {
-			cmd := exec.Command(runpath, d.socket, "none", "/bin/true")
-			cmd.Env = agentEnv()
-			return cmd
-		}},
 		// marshalctl's own start and exit, asking nothing: the share of
 		// the CLI binary in what follows.
 		{"marshalctl-version", func() *exec.Cmd {
@@ -101,6 +95,14 @@ func BenchmarkRunLatency(b *testing.B) {
 		{"required", run(marshalctl, "required")},
 		{"none-static", run(static, "none")},
 		{"required-static", run(static, "required")},
+		// The launch's request and exec alone, in workspace none; after
+		// the ways above, so that none and required follow what they
+		// followed before it was here.
+		{"run-path", func() *exec.Cmd {
+			cmd := exec.Command(runpath, d.socket, "none", "/bin/true")
+			cmd.Env = agentEnv()
+			return cmd
+		}},
 	}
 	if um := benchUserManager(b); um != nil {
 		ways = append(ways, launcher{"systemd-run", func() *exec.Cmd {

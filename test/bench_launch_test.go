@@ -32,7 +32,8 @@ type launcher struct {
 // the median and the 90th percentile of each, in milliseconds, and what
 // marshal adds to the bare exec (the medians' difference), what admission
 // adds to a launch (required over none), and what a launch without it
-// adds as a share of what systemd-run adds (none-per-systemd-run). A
+// adds as a share of what systemd-run adds (none-per-systemd-run, and
+// the same share for each floor below). A
 // marshalctl built statically (CGO_ENABLED=0) is timed too: the build
 // that ships is whatever make build makes. marshalctl version --client is timed as the
 // CLI's own start and exit, and a Go program that only execs /bin/true
@@ -149,9 +150,10 @@ func reportLaunchers(b *testing.B, ways []launcher, times [][]time.Duration) {
 	b.ReportMetric(ms(medians["required"]-medians["none"]), "required-over-none-ms")
 	b.ReportMetric(ms(medians["none"]-medians["go-move"]), "none-over-go-move-ms")
 	if sr, ok := medians["systemd-run"]; ok && sr > bare {
-		// The floors' shares say how much of the target's budget the
-		// kernel and a Go program's start take before marshal does
-		// anything.
+		// The floors' shares say how much of the target's budget is
+		// spent before marshalctl's own CLI adds anything: by the
+		// kernel and a Go program's start, then by the launch's round
+		// trip (run-path).
 		for _, w := range []string{"none", "go-exec", "go-move", "go-clone", "run-path"} {
 			if m, ok := medians[w]; ok {
 				b.ReportMetric(float64(m-bare)/float64(sr-bare), w+"-per-systemd-run")

@@ -17,11 +17,13 @@
 // its agent in the scope itself (clone3 with CLONE_INTO_CGROUP): the
 // kernel checks that against the caller's own credentials, which would
 // have to allow writing cgroup.procs of the common ancestor of its group
-// and the scope, and an unprivileged caller's do not. Launcher.Launch takes the same steps at once, for a caller
-// that execs as soon as it is answered, in two requests to the authority
-// where the prepared execution makes three: the attempt admitted and its
-// launch begun in one (AdmitLaunch), the scope bound and the run
-// authorized in another (BindAndAuthorize).
+// and the scope, and an unprivileged caller's do not.
+//
+// Launcher.Launch takes the same steps at once, for a caller that execs
+// as soon as it is answered, in two requests to the authority where the
+// prepared execution makes three: the attempt admitted and its launch
+// begun in one (AdmitLaunch), the scope bound and the run authorized in
+// another (BindAndAuthorize).
 //
 // Each step that makes something pushes what unmakes it on one rollback,
 // which a refusal unwinds, last made first: the caller's pin, the slot,

@@ -33,11 +33,11 @@ type launcher struct {
 // marshal adds to the bare exec (the medians' difference), what admission
 // adds to a launch (required over none), and what a launch without it
 // adds as a share of what systemd-run adds (none-per-systemd-run, and
-// the same share for each floor below). A
-// marshalctl built statically (CGO_ENABLED=0) is timed too: the build
-// that ships is whatever make build makes. marshalctl version --client is timed as the
-// CLI's own start and exit, and a Go program that only execs /bin/true
-// (go-exec) as the floor of any Go CLI. Two more Go programs make a fresh
+// the same share for each floor below). A marshalctl built statically
+// (CGO_ENABLED=0) is timed too: the build that ships is whatever make
+// build makes. marshalctl version --client is timed as the CLI's own
+// start and exit, and a Go program that only execs /bin/true (go-exec)
+// as the floor of any Go CLI. Two more Go programs make a fresh
 // cgroup and start /bin/true in it, as the kernel's share of a launch:
 // go-move moves itself in and execs, as marshal's launch does, and
 // go-clone starts it there with CLONE_INTO_CGROUP and waits; what none
@@ -70,12 +70,16 @@ func BenchmarkRunLatency(b *testing.B) {
 	if err := os.Mkdir(floors, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	run := func(ctl, ws string) func() *exec.Cmd {
+	// asAgent is a way that runs name with args in an agent's environment.
+	asAgent := func(name string, args ...string) func() *exec.Cmd {
 		return func() *exec.Cmd {
-			cmd := exec.Command(ctl, "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
+			cmd := exec.Command(name, args...)
 			cmd.Env = agentEnv()
 			return cmd
 		}
+	}
+	run := func(ctl, ws string) func() *exec.Cmd {
+		return asAgent(ctl, "--socket", d.socket, "run", "-w", ws, "--", "/bin/true")
 	}
 	marshalctl := filepath.Join(bin, "marshalctl")
 	ways := []launcher{
@@ -87,11 +91,7 @@ func BenchmarkRunLatency(b *testing.B) {
 		{"go-clone", func() *exec.Cmd { return exec.Command(golaunch, "clone", floors, "/bin/true") }},
 		// marshalctl's own start and exit, asking nothing: the share of
 		// the CLI binary in what follows.
-		{"marshalctl-version", func() *exec.Cmd {
-			cmd := exec.Command(marshalctl, "version", "--client")
-			cmd.Env = agentEnv()
-			return cmd
-		}},
+		{"marshalctl-version", asAgent(marshalctl, "version", "--client")},
 		{"none", run(marshalctl, "none")},
 		{"required", run(marshalctl, "required")},
 		{"none-static", run(static, "none")},
@@ -99,11 +99,7 @@ func BenchmarkRunLatency(b *testing.B) {
 		// The launch's request and exec alone, in workspace none; after
 		// the ways above, so that none and required follow what they
 		// followed before it was here.
-		{"run-path", func() *exec.Cmd {
-			cmd := exec.Command(runpath, d.socket, "none", "/bin/true")
-			cmd.Env = agentEnv()
-			return cmd
-		}},
+		{"run-path", asAgent(runpath, d.socket, "none", "/bin/true")},
 	}
 	if um := benchUserManager(b); um != nil {
 		ways = append(ways, launcher{"systemd-run", func() *exec.Cmd {

@@ -36,7 +36,7 @@ func BenchmarkKubernetesCreateToSlice(b *testing.B) {
 	const pool = "bench-create"
 	b.Cleanup(func() { deleteLabelled(client, profilesGVR, "marshal.dev/pool="+pool) })
 	d := newDaemon(b)
-	d.startKube(server, 4, "host-4", "--selector", "marshal.dev/pool="+pool)
+	d.startKube(server, "host-4", "--selector", "marshal.dev/pool="+pool)
 	slices := d.tree.V2("marshal", "marshal.slice")
 	testutil.Eventually(b, d.log.wake, func() bool { _, err := os.Stat(slices); return err == nil }, "marshal.slice")
 	w, err := fsnotify.NewWatcher()
@@ -112,7 +112,7 @@ spec: {root: %s, profile: bench-coder}
 	for b.Loop() {
 		d := newDaemon(b)
 		start := time.Now()
-		d.startKube(server, 4, "host-4", "--selector", "marshal.dev/pool="+pool)
+		d.startKube(server, "host-4", "--selector", "marshal.dev/pool="+pool)
 		ready = append(ready, time.Since(start))
 		w := d.watch("workspaces")
 		testutil.Eventually(b, w.wake, func() bool {

@@ -126,22 +126,26 @@ func newDaemon(t testing.TB) *daemon {
 	return d
 }
 
-// start runs marshald and waits until it reports ready.
-func (d *daemon) start(extra ...string) {
-	t := d.t
-	t.Helper()
+// args are marshald's arguments on d's directories, then extra.
+func (d *daemon) args(extra ...string) []string {
 	// No test here is about pressure: the host's load (PSI, a busy CI
 	// machine) must not decide what is admitted. Tests run at once, so
 	// none may hold a fixed port.
-	args := append([]string{
+	return append([]string{
 		"--config-dir", d.config, "--state-dir", d.state, "--socket", d.socket,
 		"--backend", "cgroupfs", "--cgroup-root", d.root, "--pressure", "off",
 		// The egress proxy's default address is one per uid: tests that
 		// want the proxy give their own (port 0), the others take none.
 		"--egress-address", "off",
 	}, extra...)
+}
+
+// start runs marshald and waits until it reports ready.
+func (d *daemon) start(extra ...string) {
+	t := d.t
+	t.Helper()
 	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
-	d.cmd = exec.Command(filepath.Join(bin, "marshald"), args...)
+	d.cmd = exec.Command(filepath.Join(bin, "marshald"), d.args(extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,22 +15,37 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/marshal-dev/marshal/internal/fleet"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/internal/testutil/kubetest"
 )
 
-// kubeAPI returns the API server the tests share, with marshal's CRDs
-// and dist/kubernetes installed, or skips the test when kube-apiserver
-// or etcd is missing (fails in CI).
+// kubeAPI returns the API server the tests share, with dist/kubernetes
+// installed as kubectl apply -k installs it (marshal's CRDs, the hosts'
+// role and admission policy), or skips the test when kube-apiserver or
+// etcd is missing (fails in CI).
 func kubeAPI(t testing.TB) (*kubetest.Server, dynamic.Interface) {
 	t.Helper()
-	files, _ := filepath.Glob("../dist/kubernetes/crds/*.yaml")
-	return kubetest.Shared(t, append(files, "../dist/kubernetes/namespace.yaml", "../dist/kubernetes/rbac.yaml")...)
+	files, err := kubetest.Kustomization("../dist/kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubetest.Shared(t, files...)
+}
+
+// hostClient returns a client with host's credential: a client
+// certificate of user marshal:host:<host> in group marshal:hosts.
+func hostClient(t testing.TB, server *kubetest.Server, host string) dynamic.Interface {
+	t.Helper()
+	client, err := server.UserClient(fleet.HostUser(host), fleet.HostsGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
 }
 
 var (
@@ -40,18 +55,25 @@ var (
 	eventsGVR   = schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
 )
 
-// startKube runs d with --source kubernetes as host user i of server,
-// the Host named name.
-func (d *daemon) startKube(server *kubetest.Server, i int, name string, extra ...string) {
+// startKube runs d with --source kubernetes as the host name, with its
+// credential.
+func (d *daemon) startKube(server *kubetest.Server, name string, extra ...string) {
+	d.t.Helper()
+	d.start(d.kubeArgs(server, fleet.HostUser(name), name, extra...)...)
+}
+
+// kubeArgs are the arguments of marshald --source kubernetes as the host
+// name, with a credential of user in group marshal:hosts.
+func (d *daemon) kubeArgs(server *kubetest.Server, user, name string, extra ...string) []string {
 	d.t.Helper()
 	kc := filepath.Join(filepath.Dir(d.state), "kubeconfig")
-	if err := server.Kubeconfig(kc, i); err != nil {
+	if err := server.Kubeconfig(kc, user, fleet.HostsGroup); err != nil {
 		d.t.Fatal(err)
 	}
-	d.start(append([]string{
+	return append([]string{
 		"--source", "kubernetes", "--kubeconfig", kc, "--host-name", name,
 		"--status-interval", "100ms", "--lease-duration", "4s",
-	}, extra...)...)
+	}, extra...)
 }
 
 // applyObject applies a marshal object, written as YAML, as the admin.
@@ -81,43 +103,11 @@ func waitAPI(t testing.TB, client dynamic.Interface, gvr schema.GroupVersionReso
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
-	ri := client.Resource(gvr).Namespace(ns)
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	var last *unstructured.Unstructured
-	for ctx.Err() == nil {
-		list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			continue
-		}
-		last = nil
-		if len(list.Items) > 0 {
-			last = &list.Items[0]
-		}
-		if last != nil && cond(last) {
-			return last
-		}
-		w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.GetResourceVersion()})
-		if err != nil {
-			continue
-		}
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			last = u
-			if ev.Type == "DELETED" {
-				last = nil
-			}
-			if last != nil && cond(last) {
-				w.Stop()
-				return last
-			}
-		}
-		w.Stop()
+	last, err := kubetest.Wait(ctx, client, gvr, ns, name, cond)
+	if err != nil {
+		t.Fatalf("timed out after %v waiting for %s %s: %s; last seen: %v", within, gvr.Resource, name, what, last)
 	}
-	t.Fatalf("timed out after %v waiting for %s %s: %s; last seen: %v", within, gvr.Resource, name, what, last)
-	return nil
+	return last
 }
 
 // apiDeadline bounds a wait on the API server, which answers the first

@@ -38,7 +38,7 @@ func TestKubernetesProfileReachesTheSlice(t *testing.T) {
 		t.Cleanup(func() { deleteObject(t, client, profilesGVR, name) })
 	}
 	d := newDaemon(t)
-	d.startKube(server, 1, "host-1", "--selector", "marshal.dev/pool=ci")
+	d.startKube(server, "host-1", "--selector", "marshal.dev/pool=ci")
 	profiles := d.watch("profiles")
 
 	applyObject(t, client, kubeProfile("fleet-coder", "ci", 500))
@@ -120,7 +120,7 @@ func TestKubernetesRefusedProfileIsToldOnTheProfile(t *testing.T) {
 		t.Cleanup(func() { deleteObject(t, client, profilesGVR, name) })
 	}
 	d := newDaemon(t)
-	d.startKube(server, 4, "host-4")
+	d.startKube(server, "host-4")
 	profiles := d.watch("profiles")
 	// The CRD's schema takes a range with bits set beyond its prefix;
 	// marshal does not.
@@ -189,11 +189,11 @@ func TestKubernetesTwoHostsKeepTheirOwnStatusAndLease(t *testing.T) {
 		name string
 		cpu  int64
 	}{{"host-1", 1000}, {"host-2", 3000}}
-	for i, h := range hosts {
+	for _, h := range hosts {
 		applyObject(t, client, kubeHost(h.name, int(h.cpu)))
 		t.Cleanup(func() { deleteObject(t, client, hostsGVR, h.name) })
 		d := newDaemon(t)
-		d.startKube(server, i+1, h.name)
+		d.startKube(server, h.name)
 		t.Cleanup(func() {
 			if strings.Contains(d.log.String(), "writing the Host's status") {
 				t.Errorf("%s failed to write its status:\n%s", h.name, d.log.String())
@@ -284,7 +284,7 @@ func TestKubernetesOutageChangesNothing(t *testing.T) {
 	deleteObject(t, client, profilesGVR, "fleet-outage")
 	t.Cleanup(func() { deleteObject(t, client, profilesGVR, "fleet-outage") })
 	d := newDaemon(t)
-	d.startKube(server, 3, "host-3")
+	d.startKube(server, "host-3")
 	applyObject(t, client, kubeProfile("fleet-outage", "ci", 400))
 	profiles := d.watch("profiles")
 	profiles.until(t, "fleet-outage", "ready", func(o map[string]any) bool {
@@ -321,7 +321,7 @@ func TestKubernetesOutageChangesNothing(t *testing.T) {
 	untouched("during the outage")
 
 	d.stop()
-	d.startKube(server, 3, "host-3")
+	d.startKube(server, "host-3")
 	untouched("after a restart during the outage")
 
 	if err := server.StartAPIServer(); err != nil {

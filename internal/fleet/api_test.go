@@ -29,10 +29,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// realAPI returns the shared real API server with marshal's CRDs.
+// realAPI returns the shared real API server with dist/kubernetes
+// installed, as kubectl apply -k installs it.
 func realAPI(t *testing.T) (*kubetest.Server, dynamic.Interface) {
 	t.Helper()
-	files, _ := filepath.Glob("../../dist/kubernetes/crds/*.yaml")
+	files, err := kubetest.Kustomization("../../dist/kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return kubetest.Shared(t, files...)
 }
 

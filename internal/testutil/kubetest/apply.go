@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // resources maps the kinds the tests apply to their resources; true:
@@ -23,14 +24,18 @@ var resources = map[schema.GroupKind]struct {
 	resource   string
 	namespaced bool
 }{
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: {"customresourcedefinitions", false},
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:         {"clusterroles", false},
-	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:  {"clusterrolebindings", false},
-	{Group: "", Kind: "Namespace"}:                                    {"namespaces", false},
-	{Group: "marshal.dev", Kind: "Profile"}:                           {"profiles", false},
-	{Group: "marshal.dev", Kind: "Workspace"}:                         {"workspaces", false},
-	{Group: "marshal.dev", Kind: "Host"}:                              {"hosts", false},
-	{Group: "marshal.dev", Kind: "Consumer"}:                          {"consumers", false},
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:                 {"customresourcedefinitions", false},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                         {"clusterroles", false},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                  {"clusterrolebindings", false},
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:                                {"roles", true},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:                         {"rolebindings", true},
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicy"}:        {"validatingadmissionpolicies", false},
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingAdmissionPolicyBinding"}: {"validatingadmissionpolicybindings", false},
+	{Group: "", Kind: "Namespace"}:                                                    {"namespaces", false},
+	{Group: "marshal.dev", Kind: "Profile"}:                                           {"profiles", false},
+	{Group: "marshal.dev", Kind: "Workspace"}:                                         {"workspaces", false},
+	{Group: "marshal.dev", Kind: "Host"}:                                              {"hosts", false},
+	{Group: "marshal.dev", Kind: "Consumer"}:                                          {"consumers", false},
 }
 
 // Resource returns the resource of an object of kind in group.
@@ -61,12 +66,35 @@ func Decode(r io.Reader) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-func apply(ctx context.Context, cfg *rest.Config, files []string) error {
-	client, err := dynamic.NewForConfig(cfg)
+// Kustomization returns the files the kustomization.yaml of dir lists as
+// its resources, as kubectl apply -k would apply them, so that tests
+// install what a user installs.
+func Kustomization(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := sigsyaml.Unmarshal(b, &k); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	files := make([]string, len(k.Resources))
+	for i, r := range k.Resources {
+		files[i] = filepath.Join(dir, r)
+	}
+	return files, nil
+}
+
+// apply applies the objects of files and waits until they are in force.
+func (s *Server) apply(ctx context.Context, files []string) error {
+	client, err := dynamic.NewForConfig(s.Admin())
 	if err != nil {
 		return err
 	}
 	var crds []string
+	policies := false
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
@@ -81,8 +109,11 @@ func apply(ctx context.Context, cfg *rest.Config, files []string) error {
 			if err := Apply(ctx, client, obj); err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			if obj.GetKind() == "CustomResourceDefinition" {
+			switch obj.GetKind() {
+			case "CustomResourceDefinition":
 				crds = append(crds, obj.GetName())
+			case "ValidatingAdmissionPolicyBinding":
+				policies = true
 			}
 		}
 	}
@@ -90,6 +121,9 @@ func apply(ctx context.Context, cfg *rest.Config, files []string) error {
 		if err := established(ctx, client, name); err != nil {
 			return err
 		}
+	}
+	if policies {
+		return s.hostRestrictionInForce(ctx)
 	}
 	return nil
 }
@@ -148,4 +182,47 @@ func isEstablished(u *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// Wait watches the object name of gvr (in namespace ns, "" for a
+// cluster-scoped one) until it exists and cond holds for it, and returns
+// it. When ctx ends first, it returns the last version seen (nil: none)
+// and ctx's error.
+func Wait(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, ns, name string, cond func(*unstructured.Unstructured) bool) (*unstructured.Unstructured, error) {
+	ri := client.Resource(gvr).Namespace(ns)
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	var last *unstructured.Unstructured
+	for ctx.Err() == nil {
+		list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			continue
+		}
+		last = nil
+		if len(list.Items) > 0 {
+			last = &list.Items[0]
+		}
+		if last != nil && cond(last) {
+			return last, nil
+		}
+		w, err := ri.Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			last = u
+			if ev.Type == "DELETED" {
+				last = nil
+			}
+			if last != nil && cond(last) {
+				w.Stop()
+				return last, nil
+			}
+		}
+		w.Stop()
+	}
+	return last, ctx.Err()
 }

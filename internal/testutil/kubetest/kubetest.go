@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
@@ -34,13 +33,6 @@ const (
 	EnvAPIServer = "MARSHAL_KUBE_APISERVER"
 	EnvEtcd      = "MARSHAL_ETCD"
 )
-
-// HostsGroup is the group of the host users, which dist/kubernetes binds
-// to marshald's ClusterRole.
-const HostsGroup = "marshal:hosts"
-
-// Hosts is how many host users the token file holds: host-1 … host-N.
-const Hosts = 4
 
 // startTimeout bounds how long the API server may take to be ready. It
 // is a failure bound: on a busy 2-core machine it is ready in seconds.
@@ -79,7 +71,7 @@ type Server struct {
 	etcdURL        string
 	port           int
 	adminToken     string
-	hostTokens     []string
+	ca             *clientCA
 	etcd, kubeAPI  *process
 	kubeAPIStarted int
 
@@ -183,17 +175,19 @@ func Start(dir string) (*Server, error) {
 	return s, nil
 }
 
-// prepare writes the token file and the service account key.
+// prepare writes the admin's token file, the client CA and the service
+// account key.
 func (s *Server) prepare() error {
-	var tokens strings.Builder
 	s.adminToken = token()
-	fmt.Fprintf(&tokens, "%s,admin,admin,system:masters\n", s.adminToken)
-	for i := range Hosts {
-		t := token()
-		s.hostTokens = append(s.hostTokens, t)
-		fmt.Fprintf(&tokens, "%s,host-%d,host-%d,%s\n", t, i+1, i+1, HostsGroup)
+	admin := fmt.Sprintf("%s,admin,admin,system:masters\n", s.adminToken)
+	if err := os.WriteFile(filepath.Join(s.dir, "tokens.csv"), []byte(admin), 0o600); err != nil {
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(s.dir, "tokens.csv"), []byte(tokens.String()), 0o600); err != nil {
+	var err error
+	if s.ca, err = newClientCA(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "client-ca.crt"), s.ca.pem, 0o600); err != nil {
 		return err
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -215,7 +209,10 @@ func (s *Server) StartAPIServer() error {
 		"--secure-port", strconv.Itoa(s.port),
 		"--cert-dir", filepath.Join(s.dir, "certs"),
 		"--token-auth-file", filepath.Join(s.dir, "tokens.csv"),
+		"--client-ca-file", filepath.Join(s.dir, "client-ca.crt"),
 		"--authorization-mode", "RBAC",
+		// dist/kubernetes's policy keeps each host to its own objects.
+		"--enable-admission-plugins", "ValidatingAdmissionPolicy",
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(s.dir, "sa.key"),
 		"--service-account-signing-key-file", filepath.Join(s.dir, "sa.key"),
@@ -293,30 +290,6 @@ func (s *Server) config(token string) *rest.Config {
 	}
 }
 
-// Kubeconfig writes a kubeconfig of host user i (1 … Hosts) at path, in
-// group HostsGroup.
-func (s *Server) Kubeconfig(path string, i int) error {
-	if i < 1 || i > Hosts {
-		return errors.New("no such host user")
-	}
-	return os.WriteFile(path, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: %s
-    insecure-skip-tls-verify: true
-users:
-- name: host
-  user:
-    token: %s
-contexts:
-- name: test
-  context: {cluster: test, user: host}
-current-context: test
-`, s.URL, s.hostTokens[i-1]), 0o600)
-}
-
 func token() string {
 	b := make([]byte, 16)
 	rand.Read(b)
@@ -376,7 +349,8 @@ func tail(s string) string {
 
 // Apply creates or updates the objects of the YAML documents in files,
 // as a cluster admin, and waits until each CustomResourceDefinition
-// among them is established.
+// among them is established and dist/kubernetes's admission policy, when
+// among them, is in force.
 func (s *Server) Apply(ctx context.Context, files ...string) error {
-	return apply(ctx, s.Admin(), files)
+	return s.apply(ctx, files)
 }

@@ -2,7 +2,10 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/marshal-dev/marshal/internal/fleet"
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 // The writes of a host, shaped as marshald's are: each as host's
@@ -152,4 +156,38 @@ func TestKubernetesHostWritesOnlyItsOwn(t *testing.T) {
 		refusedBy(t, "a bare name writes the status of the Host of its name", "host-name", bare.applyStatus(t.Context(), a))
 		refusedBy(t, "a bare name takes the Lease of its name", "host-name", bare.renewLease(t.Context(), a, a))
 	})
+}
+
+// marshald whose credential names another host, or none, refuses to
+// start, saying which name it found, and writes nothing to the API.
+func TestKubernetesCredentialOfAnotherHostIsRefused(t *testing.T) {
+	server, admin := kubeAPI(t)
+	const host = "cred-b"
+	tests := []struct {
+		name, user, want string
+	}{
+		{name: "another_host", user: fleet.HostUser("cred-a"), want: `user "marshal:host:cred-a", which names host "cred-a", not "cred-b"`},
+		{name: "no_host", user: "cred-b", want: `user "cred-b", which names no host`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDaemon(t)
+			ctx, cancel := context.WithTimeout(t.Context(), testutil.Deadline)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, filepath.Join(bin, "marshald"), d.args(d.kubeArgs(server, tc.user, host)...)...).CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || ctx.Err() != nil {
+				t.Fatalf("marshald: %v, want it to refuse to start:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("marshald's refusal does not say %q:\n%s", tc.want, out)
+			}
+			if _, err := admin.Resource(leasesGVR).Namespace("marshal-system").Get(t.Context(), host, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the Lease of %s: %v, want none", host, err)
+			}
+			if _, err := admin.Resource(hostsGVR).Get(t.Context(), host, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the Host %s: %v, want none", host, err)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/marshal-dev/marshal/internal/scope"
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 // appliedCPU is what a profile's status says is in force of its CPU
@@ -324,10 +325,21 @@ func TestKubernetesOutageChangesNothing(t *testing.T) {
 	d.startKube(server, "host-3")
 	untouched("after a restart during the outage")
 
+	// Started during the outage, marshald could not ask whose its
+	// credential is: it asks when the API answers, and only then writes.
+	testutil.Eventually(t, d.log.wake, func() bool {
+		return strings.Contains(d.log.String(), "the API cannot say who this host's credential is yet")
+	}, "marshald to say it waits to verify its credential")
+	back := time.Now()
 	if err := server.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
+	waitAPI(t, client, leasesGVR, "marshal-system", "host-3", "renewed after the outage", time.Minute, func(u *unstructured.Unstructured) bool {
+		renewed, _, _ := unstructured.NestedString(u.Object, "spec", "renewTime")
+		at, err := time.Parse(time.RFC3339Nano, renewed)
+		return err == nil && at.After(back)
+	})
 	applyObject(t, client, kubeProfile("fleet-outage", "ci", 600))
 	// The reflectors retry with a backoff of up to 10 s: the bound is
 	// wider than a test's usual one.

@@ -143,7 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, fmt.Errorf("loading generations: %w", err)
 	}
 	if cfg.Source == SourceKubernetes {
-		if err := d.openKubernetes(d.declarer); err != nil {
+		if err := d.openKubernetes(ctx, d.declarer); err != nil {
 			return nil, err
 		}
 	} else {

@@ -48,6 +48,11 @@ type KubernetesConfig struct {
 	StatusInterval time.Duration
 }
 
+// identityTimeout bounds how long marshald waits at start for the API to
+// say who its credential is; without an answer it starts, and writes
+// nothing to the API until it has one.
+const identityTimeout = 10 * time.Second
+
 // manifestSource is where the declared objects come from: the config dir
 // (*source.Source) or a Kubernetes API server (*fleet.Source).
 type manifestSource interface {
@@ -98,10 +103,13 @@ type kubernetes struct {
 	client   dynamic.Interface
 	source   *fleet.Source
 	hostName string
+	// verified: the API said the credential names this host.
+	verified bool
 }
 
-// openKubernetes makes the source a Kubernetes API server's.
-func (d *Daemon) openKubernetes(sink source.Sink) error {
+// openKubernetes makes the source a Kubernetes API server's. A
+// credential the API says names another host, or none, is refused.
+func (d *Daemon) openKubernetes(ctx context.Context, sink source.Sink) error {
 	k := d.cfg.Kubernetes
 	klog.SetSlogLogger(d.log.With("component", "client-go"))
 	rc, err := fleet.RESTConfig(k.Kubeconfig)
@@ -118,8 +126,11 @@ func (d *Daemon) openKubernetes(sink source.Sink) error {
 			return err
 		}
 	}
-	sel, _ := labels.Parse(k.Selector)
 	d.kube = &kubernetes{client: client, hostName: host}
+	if err := d.verifyIdentity(ctx); err != nil {
+		return err
+	}
+	sel, _ := labels.Parse(k.Selector)
 	d.kube.source = fleet.New(fleet.Options{
 		Client: client, Server: rc.Host, HostName: host, Selector: sel,
 		Sink: sink, Store: d.db, Recorder: d.recorder, Logger: d.log,
@@ -128,10 +139,51 @@ func (d *Daemon) openKubernetes(sink source.Sink) error {
 	return nil
 }
 
+// verifyIdentity asks the API who the credential is, and refuses one
+// that does not name this host. An API that does not answer in time is
+// asked again by runKubernetes before anything is written.
+func (d *Daemon) verifyIdentity(ctx context.Context) error {
+	k := d.kube
+	ctx, cancel := context.WithTimeout(ctx, identityTimeout)
+	defer cancel()
+	id, err := fleet.VerifyIdentity(ctx, k.client, k.hostName)
+	switch {
+	case errors.Is(err, fleet.ErrIdentity):
+		return err
+	case err != nil:
+		return nil // runKubernetes asks again, and says why it waits
+	}
+	k.verified = true
+	d.noteIdentity(id)
+	return nil
+}
+
+// noteIdentity logs who this host is in the API.
+func (d *Daemon) noteIdentity(id fleet.Identity) {
+	if !id.InHostsGroup() {
+		d.log.Warn("the credential is not in the group dist/kubernetes binds marshald's role to", "user", id.User, "group", fleet.HostsGroup)
+	}
+	d.log.Info("the API knows this host by its credential", "user", id.User, "host", d.kube.hostName)
+}
+
 // runKubernetes reports this host's state to the API server until ctx
-// ends: its Host's status as it changes, its Lease, its events.
+// ends: its Host's status as it changes, its Lease, its events. It
+// writes nothing until the API has said the credential names this host.
 func (d *Daemon) runKubernetes(ctx context.Context) error {
 	k := d.kube
+	events := fleet.NewEvents(fleet.EventsOptions{
+		Client: k.client, HostName: k.hostName, Log: d.recorder, UID: k.source.UID, Logger: d.log,
+	})
+	if !k.verified {
+		id, err := fleet.AwaitIdentity(ctx, k.client, k.hostName, d.clock, 10*time.Second, d.log)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		d.noteIdentity(id)
+	}
 	status := fleet.NewHostStatus(fleet.HostStatusOptions{
 		Client: k.client, HostName: k.hostName, Status: d.fleetHostStatus,
 		Interval: d.cfg.Kubernetes.StatusInterval, Logger: d.log,
@@ -139,9 +191,6 @@ func (d *Daemon) runKubernetes(ctx context.Context) error {
 	heartbeat := fleet.NewHeartbeat(fleet.HeartbeatOptions{
 		Client: k.client, HostName: k.hostName, Namespace: d.cfg.Kubernetes.LeaseNamespace,
 		Duration: d.cfg.Kubernetes.LeaseDuration, Logger: d.log,
-	})
-	events := fleet.NewEvents(fleet.EventsOptions{
-		Client: k.client, HostName: k.hostName, Log: d.recorder, UID: k.source.UID, Logger: d.log,
 	})
 	var wg sync.WaitGroup
 	errs := make([]error, 3)

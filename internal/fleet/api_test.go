@@ -40,6 +40,17 @@ func realAPI(t *testing.T) (*kubetest.Server, dynamic.Interface) {
 	return kubetest.Shared(t, files...)
 }
 
+// hostClient returns a client with host's credential: user
+// marshal:host:<host> in group marshal:hosts.
+func hostClient(t *testing.T, server *kubetest.Server, host string) dynamic.Interface {
+	t.Helper()
+	client, err := server.UserClient(HostUser(host), HostsGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
 // run starts s until the test ends, and waits until it is synced.
 func run(t *testing.T, s *Source) (stop func()) {
 	t.Helper()

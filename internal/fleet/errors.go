@@ -9,4 +9,8 @@ var (
 	// ErrNoHost is returned by HostStatus's writes while the API holds no
 	// Host named after this host: there is no status to write.
 	ErrNoHost = errors.New("no Host object for this host")
+	// ErrIdentity is returned when the credential marshald reaches the
+	// API with does not name this host (user marshal:host:<host name>):
+	// it names another host, or none.
+	ErrIdentity = errors.New("the credential does not name this host")
 )

@@ -58,8 +58,8 @@ type EventsOptions struct {
 	Logger *slog.Logger
 }
 
-// Events writes the events recorded on this host from the moment it
-// starts as events.k8s.io/v1 Events, about the object of the API they
+// Events writes the events recorded on this host from the moment it is
+// made as events.k8s.io/v1 Events, about the object of the API they
 // concern (an agent's, or one not from the API, about this host's Host),
 // with this host as the reporting instance. A repeat the recorder counts
 // updates the Event's series instead of writing another. Events are
@@ -67,6 +67,9 @@ type EventsOptions struct {
 type Events struct {
 	opts EventsOptions
 	log  *slog.Logger
+	// after is the Seq of the last event recorded before it was made:
+	// those are not written.
+	after uint64
 	// written names the Event each repeated event went to; only Start's
 	// goroutine uses it.
 	written map[eventKey]string
@@ -90,16 +93,17 @@ func NewEvents(opts EventsOptions) *Events {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Events{opts: opts, log: log.With("component", "kubernetes-events"), written: map[eventKey]string{}}
+	e := &Events{opts: opts, log: log.With("component", "kubernetes-events"), written: map[eventKey]string{}}
+	if past, _ := opts.Log.List(reconcile.Key{}, 0); len(past) > 0 {
+		e.after = past[len(past)-1].Seq
+	}
+	return e
 }
 
-// Start writes events as they are recorded until ctx ends.
+// Start writes the events recorded since Events was made, and then as
+// they are recorded, until ctx ends.
 func (e *Events) Start(ctx context.Context) error {
-	past, _ := e.opts.Log.List(reconcile.Key{}, 0)
-	var after uint64
-	if len(past) > 0 {
-		after = past[len(past)-1].Seq
-	}
+	after := e.after
 	for {
 		evs, more := e.opts.Log.List(reconcile.Key{}, after)
 		for _, ev := range evs {

@@ -56,9 +56,15 @@ var (
 )
 
 // startKube runs d with --source kubernetes as the host name, with its
-// credential.
+// credential. The Host it registers is deleted after the test, once the
+// daemon has stopped.
 func (d *daemon) startKube(server *kubetest.Server, name string, extra ...string) {
 	d.t.Helper()
+	admin, err := server.AdminClient()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { deleteObject(d.t, admin, hostsGVR, name) })
 	d.start(d.kubeArgs(server, fleet.HostUser(name), name, extra...)...)
 }
 

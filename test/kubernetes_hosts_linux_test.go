@@ -191,3 +191,65 @@ func TestKubernetesCredentialOfAnotherHostIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// statusCPU is the CPU capacity a Host's status reports.
+func statusCPU(u *unstructured.Unstructured) int64 {
+	cpu, _, _ := unstructured.NestedInt64(u.Object, "status", "capacity", "cpu_milli")
+	return cpu
+}
+
+// marshald on a host no Host is declared for registers one, with an
+// empty spec, and reports its measured capacity on it; a Host declared
+// later (as Flux applies one from git) wins; a Host deleted while the
+// host runs is registered again. With --register-host=false it waits
+// for one to be declared.
+func TestKubernetesHostRegistersItself(t *testing.T) {
+	server, client := kubeAPI(t)
+	const host = "reg-a"
+	deleteObject(t, client, hostsGVR, host)
+	d := newDaemon(t)
+	d.startKube(server, host)
+	o := waitAPI(t, client, hostsGVR, "", host, "registered, its measured capacity in its status", apiDeadline, func(u *unstructured.Unstructured) bool {
+		backend, _, _ := unstructured.NestedString(u.Object, "status", "backend")
+		return statusCPU(u) > 0 && backend == "cgroupfs"
+	})
+	if spec, _, _ := unstructured.NestedMap(o.Object, "spec"); len(spec) != 0 {
+		t.Errorf("the registered Host's spec = %v, want it empty", spec)
+	}
+	measured := statusCPU(o)
+	for _, mf := range o.GetManagedFields() {
+		if mf.Manager != fleet.FieldManager(host) {
+			t.Errorf("the registered Host has fields of %s", mf.Manager)
+		}
+	}
+
+	t.Run("a_host_in_git_wins", func(t *testing.T) {
+		declared := measured + 1000
+		applyObject(t, client, kubeHost(host, int(declared)))
+		waitAPI(t, client, hostsGVR, "", host, "the declared capacity in its status", apiDeadline, func(u *unstructured.Unstructured) bool {
+			return statusCPU(u) == declared
+		})
+	})
+	t.Run("deleted_is_registered_again", func(t *testing.T) {
+		old, err := client.Resource(hostsGVR).Get(t.Context(), host, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleteObject(t, client, hostsGVR, host)
+		waitAPI(t, client, hostsGVR, "", host, "registered again, with its measured capacity", apiDeadline, func(u *unstructured.Unstructured) bool {
+			return u.GetUID() != old.GetUID() && statusCPU(u) == measured
+		})
+	})
+	t.Run("not_with_register_host_false", func(t *testing.T) {
+		const other = "reg-b"
+		deleteObject(t, client, hostsGVR, other)
+		d := newDaemon(t)
+		d.startKube(server, other, "--register-host=false")
+		testutil.Eventually(t, d.log.wake, func() bool {
+			return strings.Contains(d.log.String(), "no Host object is named after this host")
+		}, "the status writer to find no Host")
+		if _, err := client.Resource(hostsGVR).Get(t.Context(), other, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the Host %s with --register-host=false: %v, want none", other, err)
+		}
+	})
+}

@@ -46,6 +46,9 @@ type KubernetesConfig struct {
 	// StatusInterval is the least time between two writes of the Host's
 	// status.
 	StatusInterval time.Duration
+	// RegisterHost creates this host's Host object, with an empty spec,
+	// when the API holds none.
+	RegisterHost bool
 }
 
 // identityTimeout bounds how long marshald waits at start for the API to
@@ -76,6 +79,7 @@ func kubernetesFlags(f *pflag.FlagSet, cfg *Config) {
 	f.StringVar(&k.LeaseNamespace, "lease-namespace", "marshal-system", "with --source kubernetes: the namespace of the hosts' Leases")
 	f.DurationVar(&k.LeaseDuration, "lease-duration", 40*time.Second, "with --source kubernetes: how long a renewal of the host's Lease holds; renewed every quarter of it")
 	f.DurationVar(&k.StatusInterval, "status-interval", 10*time.Second, "with --source kubernetes: the least time between two writes of the Host's status")
+	f.BoolVar(&k.RegisterHost, "register-host", true, "with --source kubernetes: create this host's Host object, with an empty spec, when none is declared")
 }
 
 // validateSource reports a --source configuration marshald cannot run
@@ -186,7 +190,7 @@ func (d *Daemon) runKubernetes(ctx context.Context) error {
 	}
 	status := fleet.NewHostStatus(fleet.HostStatusOptions{
 		Client: k.client, HostName: k.hostName, Status: d.fleetHostStatus,
-		Interval: d.cfg.Kubernetes.StatusInterval, Logger: d.log,
+		Interval: d.cfg.Kubernetes.StatusInterval, Register: d.cfg.Kubernetes.RegisterHost, Logger: d.log,
 	})
 	heartbeat := fleet.NewHeartbeat(fleet.HeartbeatOptions{
 		Client: k.client, HostName: k.hostName, Namespace: d.cfg.Kubernetes.LeaseNamespace,

@@ -17,9 +17,16 @@
 // when it answers, and the last good objects are persisted, so that a
 // restart during an outage declares them again.
 //
+// A host's credential names it, as a kubelet's names its node: user
+// marshal:host:<host name> in group marshal:hosts. VerifyIdentity asks
+// the API who the credential is (a SelfSubjectReview) and refuses one
+// that names another host or none, and dist/kubernetes's admission policy
+// refuses such a user every write to what is not its own.
+//
 // Writers report each host's own state: HostStatus applies the status of
 // the Host named after the host (server-side apply, one field manager per
-// host), Heartbeat renews the host's Lease, and Events forwards the events
+// host), registering that Host, with an empty spec, when the API holds
+// none; Heartbeat renews the host's Lease, and Events forwards the events
 // recorded on the host as events.k8s.io/v1 Events whose reporting
 // instance is the host. None of them writes an object another host owns,
 // and none of them polls: each writes when what it reports changed, at

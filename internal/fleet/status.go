@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -32,6 +34,10 @@ type HostStatusOptions struct {
 	// Status returns the status to report, read afresh for each write.
 	// Required.
 	Status func() v1alpha1.HostStatus
+	// Register creates the Host, with an empty spec, when the API holds
+	// none of this host's name, as kubelet --register-node does its
+	// Node; otherwise the status waits until one is declared.
+	Register bool
 	// Interval is the least time between two writes. Default 10s.
 	Interval time.Duration
 	// Clock drives the interval. Default: the real clock.
@@ -43,7 +49,8 @@ type HostStatusOptions struct {
 // HostStatus writes the status of this host's Host object when it
 // changes: Changed says it may have, and the write that follows applies
 // it whole, unless it is what was written last. Writes are spaced by
-// Interval; a failed one is tried again after it.
+// Interval; a failed one is tried again after it. With Register, a Host
+// that is not there is created first, whenever a write finds none.
 type HostStatus struct {
 	opts HostStatusOptions
 	log  *slog.Logger
@@ -109,16 +116,19 @@ func (h *HostStatus) Start(ctx context.Context) error {
 		}
 		lastWrite = h.opts.Clock.Now()
 		err = h.write(ctx, body)
+		if apierrors.IsNotFound(err) && h.opts.Register {
+			err = h.register(ctx, body)
+		}
 		switch {
 		case err == nil:
 			last, missing = body, false
 		case ctx.Err() != nil:
 			return nil
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) || errors.Is(err, ErrNoHost):
 			// Written when the Host appears: its declaration changes the
 			// status.
 			if !missing {
-				h.log.Warn("no Host object is named after this host: its status is not reported until one is", "host", h.opts.HostName)
+				h.log.Warn("no Host object is named after this host: its status is not reported until one is", "host", h.opts.HostName, "err", err)
 			}
 			last, missing = nil, true
 		default:
@@ -127,6 +137,29 @@ func (h *HostStatus) Start(ctx context.Context) error {
 			retry = h.opts.Clock.After(h.opts.Interval)
 		}
 	}
+}
+
+// register creates this host's Host with an empty spec, its capacity
+// measured, and writes status to it. One created meanwhile, by the fleet
+// or another run, is left as it is. A creation the API refuses (no CRD,
+// no right to) is ErrNoHost.
+func (h *HostStatus) register(ctx context.Context, status []byte) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.KindHost,
+		"metadata": map[string]any{"name": h.opts.HostName},
+		"spec":     map[string]any{},
+	}}
+	_, err := h.opts.Client.Resource(hostsResource).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager(h.opts.HostName)})
+	switch {
+	case err == nil:
+		h.log.Info("registered this host's Host object, its capacity measured", "host", h.opts.HostName)
+	case apierrors.IsAlreadyExists(err):
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		return fmt.Errorf("%w, and creating it was refused: %w", ErrNoHost, err)
+	default:
+		return err
+	}
+	return h.write(ctx, status)
 }
 
 // write applies status to the Host, as this host's field manager: the

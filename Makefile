@@ -10,9 +10,6 @@ COUNT   ?= 1
 TESTFLAGS ?=
 FUZZTIME ?= 30s
 
-# staticcheck, pinned; make tools installs it into $(go env GOPATH)/bin.
-STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(shell $(GO) env GOPATH)/bin/staticcheck)
 # The user make test-unprivileged runs as.
 UNPRIVILEGED_USER ?= nobody
 
@@ -57,14 +54,14 @@ fmt-check: ## fail when a Go file is not gofmt-formatted
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-.PHONY: tools
-tools: ## install the pinned staticcheck (STATICCHECK_VERSION) into GOPATH/bin
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-
+# staticcheck is pinned in tools/lint/go.mod, a module of its own, and run
+# as a tool of that module: go tool builds it from the module cache the
+# first time (downloading it if need be) and finds it in Go's build cache
+# after, so make lint needs nothing installed beforehand.
 .PHONY: lint
-lint: fmt-check vet ## gofmt check, go vet and staticcheck
-	@[ -x "$(STATICCHECK)" ] || { echo "staticcheck is missing: run make tools" >&2; exit 1; }
-	$(STATICCHECK) $(PKGS)
+lint: fmt-check vet ## gofmt check, go vet and staticcheck (pinned in tools/lint/go.mod)
+	@exe=$$(cd tools/lint && $(GO) tool -n staticcheck) && \
+		echo "staticcheck $(PKGS)" && "$$exe" $(PKGS)
 
 .PHONY: test
 test: lint test-go ## make lint, then every test with -race

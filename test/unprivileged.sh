@@ -17,7 +17,8 @@
 #           make, such as TESTFLAGS=-v or PKGS=./controllers/...
 #
 # The module cache is filled from root's, so nothing is downloaded; the Go
-# toolchain and staticcheck are the ones on root's PATH.
+# toolchain is the one on root's PATH, and make lint's staticcheck is
+# built from the modules tools/lint pins.
 set -eu
 
 user=${1:-nobody}
@@ -36,7 +37,6 @@ if [ "$uid" -eq 0 ]; then
 fi
 
 goroot=$(go env GOROOT)
-staticcheck=$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")
 modcache=$(go env GOMODCACHE)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/marshal-unprivileged.XXXXXX")
@@ -52,9 +52,6 @@ chmod 0700 "$cache"
 
 # The tree as it is, uncommitted changes included, without build output.
 tar -c --exclude=./.git --exclude=./bin --exclude=./.marshal . | tar -x -C "$work/src"
-if [ -x "$staticcheck" ]; then
-	cp "$staticcheck" "$work/gopath/bin/"
-fi
 # The tests against a Kubernetes API server run the kube-apiserver and
 # etcd that $MARSHAL_KUBE_APISERVER and $MARSHAL_ETCD name: a copy of the
 # first, which may sit where the user cannot read; the second as it is.
@@ -64,9 +61,16 @@ if [ -n "${MARSHAL_KUBE_APISERVER:-}" ]; then
 	kubeapi="$work/gopath/bin/kube-apiserver"
 	cp "$MARSHAL_KUBE_APISERVER" "$kubeapi"
 fi
-# The modules the build and the tests need, from root's module cache.
-(cd "$work/src" && GOMODCACHE="$work/gopath/pkg/mod" GOFLAGS=-modcacherw \
-	GOPROXY="file://$modcache/cache/download" GOSUMDB=off go mod download)
+# The modules the build, the tests and make lint need, from root's module
+# cache, which holds them once root has downloaded them (a no-op when it
+# has).
+for mod in . tools/lint; do
+	(cd "$mod" && go mod download)
+done
+for mod in "$work/src" "$work/src/tools/lint"; do
+	(cd "$mod" && GOMODCACHE="$work/gopath/pkg/mod" GOFLAGS=-modcacherw \
+		GOPROXY="file://$modcache/cache/download" GOSUMDB=off go mod download)
+done
 chown -R "$uid:$gid" "$work"
 chmod 0755 "$work"
 

@@ -246,39 +246,63 @@ func loadObject(path string, top *yaml.Node, docLine int, input bool) (*Object, 
 	d := decoder{rootLine: root.Line, docLine: docLine, ignoreReadOnly: input}
 	d.value(top, reflect.ValueOf(obj).Elem(), kindPlans()[kind])
 	name := obj.GetObjectMeta().Name
-	if len(d.errs) > 0 {
-		namePath := v1alpha1.NewPath("metadata", "name")
-		if name == "" && !d.stopped && !slices.ContainsFunc(d.errs, func(e *Error) bool { return e.Field == namePath.String() }) {
-			// Validation, which would say so, does not run on an object
-			// that did not decode.
-			d.errs = append(d.errs, &Error{
-				Line: lineOf(root, namePath), Field: namePath.String(),
-				Message: "required", class: ErrInvalid,
-			})
-		}
+	errs = d.errs
+	if !d.stopped {
+		// Validation runs on what did decode too, so that one pass over
+		// a file reports every error it has: a wrong type in one field
+		// and a bad value in another. A field that failed to decode holds
+		// its zero value, so what validation says at or around it is
+		// left out.
+		errs = append(errs, validationErrors(path, root, obj, d.errs)...)
+	}
+	if len(errs) > 0 {
 		if name == "" {
 			name = scanName(root)
 		}
-		for _, e := range d.errs {
+		for _, e := range errs {
 			e.File, e.Kind, e.Name = path, kind, name
-		}
-		return nil, d.errs
-	}
-	if invalid := obj.Validate(); len(invalid) > 0 {
-		// Looking up a line scans a mapping; bound the lookups, as the
-		// file keeps only so many errors anyway.
-		invalid = invalid[:min(len(invalid), maxErrorsPerFile+1)]
-		errs := make([]*Error, len(invalid))
-		for i, fe := range invalid {
-			errs[i] = &Error{
-				File: path, Line: lineOf(root, fe.Path), Kind: kind, Name: name,
-				Field: fe.Path.String(), Message: fe.Message, class: ErrInvalid,
-			}
 		}
 		return nil, errs
 	}
 	obj.Default()
 	return &Object{Object: obj, File: path, Line: root.Line}, nil
+}
+
+// validationErrors validates obj and returns its errors, less those at,
+// above or below a field that failed to decode (decodeErrs).
+func validationErrors(path string, root *yaml.Node, obj v1alpha1.Object, decodeErrs []*Error) []*Error {
+	invalid := obj.Validate()
+	var errs []*Error
+	for _, fe := range invalid {
+		// Looking up a line scans a mapping; bound the lookups, as the
+		// file keeps only so many errors anyway.
+		if len(errs)+len(decodeErrs) > maxErrorsPerFile {
+			break
+		}
+		field := fe.Path.String()
+		if slices.ContainsFunc(decodeErrs, func(e *Error) bool { return pathsOverlap(field, e.Field) }) {
+			continue
+		}
+		errs = append(errs, &Error{
+			File: path, Line: lineOf(root, fe.Path),
+			Field: field, Message: fe.Message, class: ErrInvalid,
+		})
+	}
+	return errs
+}
+
+// pathsOverlap reports whether field paths a and b are the same field or
+// one lies inside the other. The empty path is the whole object, which
+// overlaps nothing: an error there is about the document, not a field.
+func pathsOverlap(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	inside := func(x, y string) bool {
+		rest, ok := strings.CutPrefix(x, y)
+		return ok && (rest == "" || rest[0] == '.' || rest[0] == '[')
+	}
+	return inside(a, b) || inside(b, a)
 }
 
 // envelope checks apiVersion and kind and returns the kind when this

@@ -340,13 +340,16 @@ func agentCells(data json.RawMessage, wide, _ bool) ([]string, error) {
 	return r, nil
 }
 
+// shortened marks where shortScope left digits out.
+const shortened = "…"
+
 // shortScope abbreviates the launch ID inside a scope name to its first
-// eight digits.
+// eight digits. resolveAgent takes the result back.
 func shortScope(name, id string) string {
 	if len(id) <= 8 || !strings.Contains(name, id) {
 		return name
 	}
-	return strings.Replace(name, id, id[:8]+"…", 1)
+	return strings.Replace(name, id, id[:8]+shortened, 1)
 }
 
 func shortID(id string) string {

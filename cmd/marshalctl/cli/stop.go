@@ -16,8 +16,11 @@ every process of the agent's scope, and SIGKILL to the whole tree once
 the grace period has passed (--grace, 10s by default) if any is left.
 Kill sends SIGKILL at once.
 
-SCOPE is the agent's scope, as marshalctl get agents -o wide shows it;
-agent/SCOPE also does. With --wait (the default) the command returns once
+SCOPE is the agent's scope, as marshalctl get agents -o wide shows it,
+or as get agents shortens it (marshal-coder-3f9a0c1e….scope), or the
+launch's ID, or any prefix of the scope or ID that names one live agent
+alone, as docker takes a container's ID; agent/SCOPE also does. A prefix
+that names several agents is refused with their list. With --wait (the default) the command returns once
 the scope is empty and marshald no longer lists the agent; its
 reservation and slot are released as for any agent that ends, once its
 processes are gone.
@@ -40,7 +43,8 @@ func newStopCmd(g *globals, s Streams) *cobra.Command {
 		Short: "End an agent: SIGTERM to its processes, then SIGKILL after a grace period",
 		Long:  stopLong,
 		Example: `  marshalctl stop agent marshal-coder-3f9a0c1e5b7d4e2f8a6c0b1d3e5f7a9c.scope
-  marshalctl stop agent/marshal-coder-3f9a0c1e5b7d4e2f8a6c0b1d3e5f7a9c.scope --grace 30s`,
+  marshalctl stop agent marshal-coder-3f9a0c1e….scope
+  marshalctl stop agent/3f9a0c1e --grace 30s`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if grace <= 0 {
 				return usageError("--grace %s: want a positive duration; marshalctl kill agent kills at once", grace)
@@ -84,11 +88,14 @@ func stopAgent(ctx context.Context, g *globals, s Streams, args []string, grace 
 		return err
 	}
 	if len(t.names) != 1 || t.names[0].res.Kind != "Agent" {
-		return usageError("name one agent: agent SCOPE, as marshalctl get agents -o wide shows it")
+		return usageError("name one agent: agent SCOPE, as marshalctl get agents shows it, or its ID")
 	}
 	o := t.names[0]
 	c, err := g.client()
 	if err != nil {
+		return err
+	}
+	if o.name, err = resolveAgent(ctx, c, o.name); err != nil {
 		return err
 	}
 	res, err := c.Stop(ctx, localapi.StopRequest{Agent: o.name, GraceMS: grace.Milliseconds()})

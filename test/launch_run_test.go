@@ -305,7 +305,7 @@ func TestRunExplain(t *testing.T) {
 			Executable string   `json:"executable_identity"`
 			CWD        string   `json:"cwd_identity"`
 			Argv       []string `json:"argv"`
-			TimeoutMS  uint64   `json:"timeout_ms"`
+			TimeoutMS  *uint64  `json:"timeout_ms"`
 		} `json:"meaning"`
 		Digest    string `json:"digest"`
 		Admission struct {
@@ -318,12 +318,20 @@ func TestRunExplain(t *testing.T) {
 		t.Fatalf("--explain = exit %d, %q: %v", r.code, r.stdout+r.stderr, err)
 	}
 	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(got.Digest) || got.Meaning.CWD != root ||
-		!strings.HasSuffix(got.Meaning.Executable, "/touch") || got.Meaning.TimeoutMS != 1<<64-1 ||
+		!strings.HasSuffix(got.Meaning.Executable, "/touch") || got.Meaning.TimeoutMS != nil ||
 		got.Admission.Participation != "required" || !got.Admission.Supported || !got.Admission.Fits {
 		t.Errorf("explain = %+v", got)
 	}
 	if _, err := os.Stat(filepath.Join(root, "marker")); err == nil {
 		t.Fatal("--explain ran the command")
+	}
+	// A timeout is shown in milliseconds; none (above) is left out.
+	r = d.runNow("--explain", "--timeout", "30s", "-w", "web", "--", "touch", "marker")
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
+		t.Fatalf("--explain --timeout 30s = exit %d, %q: %v", r.code, r.stdout+r.stderr, err)
+	}
+	if got.Meaning.TimeoutMS == nil || *got.Meaning.TimeoutMS != 30000 {
+		t.Errorf("--explain --timeout 30s: timeout_ms = %v, want 30000", got.Meaning.TimeoutMS)
 	}
 	if a := d.admission(); a.Charged != 0 || len(d.scopeDirs()) != 0 {
 		t.Errorf("--explain admitted or created something: %+v, %v", a, d.scopeDirs())

@@ -3,8 +3,10 @@ package admission
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -35,10 +37,29 @@ type ExecutionMeaning struct {
 	// TTY reports whether the execution runs on a terminal.
 	TTY bool `json:"tty"`
 	// TimeoutMS is the timeout in milliseconds, positive; no timeout is
-	// the largest value.
+	// NoTimeout.
 	TimeoutMS uint64 `json:"timeout_ms"`
 	// Resources is the resource intent.
 	Resources Intent `json:"resources"`
+}
+
+// NoTimeout is the TimeoutMS of an execution without a timeout: the
+// largest value, as DevGuard's digest encodes it.
+const NoTimeout uint64 = math.MaxUint64
+
+// MarshalJSON writes the meaning for people (marshalctl run --explain):
+// its fields as they are, but without timeout_ms when there is no
+// timeout, where the digest's encoding writes NoTimeout's 20 digits.
+func (m ExecutionMeaning) MarshalJSON() ([]byte, error) {
+	type fields ExecutionMeaning
+	v := struct {
+		fields
+		TimeoutMS *uint64 `json:"timeout_ms,omitempty"`
+	}{fields: fields(m)}
+	if m.TimeoutMS != NoTimeout {
+		v.TimeoutMS = &m.TimeoutMS
+	}
+	return json.Marshal(v)
 }
 
 // Digest returns the lowercase hex SHA-256 of the meaning's encoding,

@@ -2,7 +2,6 @@ package launch
 
 import (
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,11 +164,11 @@ func (x Execution) Meaning() admission.ExecutionMeaning {
 	}
 }
 
-// timeoutMS is a timeout in milliseconds, at least one; no timeout is the
-// largest value, as the digest's contract says.
+// timeoutMS is a timeout in milliseconds, at least one; no timeout is
+// admission.NoTimeout, as the digest's contract says.
 func timeoutMS(d time.Duration) uint64 {
 	if d <= 0 {
-		return math.MaxUint64
+		return admission.NoTimeout
 	}
 	return uint64(max(d.Milliseconds(), 1))
 }

@@ -247,7 +247,7 @@ func TestRunRefusals(t *testing.T) {
 		{"executable_not_found", []string{"-w", "web", "--", "no-such-command", "marker"}, 77,
 			regexp.MustCompile(`^EXEC_NOT_ALLOWED: executable not found: "no-such-command"\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"shortage", []string{"-w", "big", "--", "touch", "marker"}, 69,
-			regexp.MustCompile(`^RESOURCE_UNAVAILABLE: memory_bytes requested 2147483648, free 1073741824 of 1073741824\nattempt [0-9a-f]{32}, process \d+, state denied; nothing was started\n$`)},
+			regexp.MustCompile(`^RESOURCE_UNAVAILABLE: memory_bytes requested 2147483648 \(2GiB\), free 1073741824 \(1GiB\) of 1073741824 \(1GiB\)\nattempt [0-9a-f]{32}, process \d+, state denied; nothing was started\n$`)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

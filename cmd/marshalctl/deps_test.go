@@ -18,6 +18,7 @@ var mayLink = []string{
 	"internal/client",
 	"internal/identity",
 	"internal/localapi",
+	"internal/quantity", // bytes as people read them, as marshald writes them
 	"internal/scope",
 	"internal/version",
 }

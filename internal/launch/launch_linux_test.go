@@ -411,7 +411,7 @@ func TestAdmissionRefusals(t *testing.T) {
 			setup:  func(h *harness, w *v1alpha1.Workspace) { *w.Spec.Resources.Request.MemoryBytes = 8 << 30 },
 			code:   CodeResourceUnavailable,
 			state:  StateDenied,
-			detail: "memory_bytes requested 8589934592, free 4294967296 of 4294967296",
+			detail: "memory_bytes requested 8589934592 (8GiB), free 4294967296 (4GiB) of 4294967296 (4GiB)",
 			reason: UnaccountedResourceUnavailable,
 		},
 		{

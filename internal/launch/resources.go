@@ -2,12 +2,15 @@ package launch
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/admission/pressure"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/quantity"
 )
 
 // resource is one resource as budgets, requests and plans name it.
@@ -47,11 +50,21 @@ func shortage(req admission.Budget, s admission.Snapshot, now time.Time) string 
 			break
 		}
 	}
-	msg := fmt.Sprintf("%s requested %d, free %d of %d", pick.quantity, pick.get(req), pick.get(s.Free), pick.get(s.Target))
+	n := func(b admission.Budget) string { return pick.show(pick.get(b)) }
+	msg := fmt.Sprintf("%s requested %s, free %s of %s", pick.quantity, n(req), n(s.Free), n(s.Target))
 	if s.Pressure.Level != pressure.Normal {
-		msg += fmt.Sprintf(" (%s: target %d of %d%s)", s.Pressure.Cause(), pick.get(s.Target), pick.get(s.Capacity), since(s.Pressure.Since, now))
+		msg += fmt.Sprintf(" (%s: target %s of %s%s)", s.Pressure.Cause(), n(s.Target), n(s.Capacity), since(s.Pressure.Since, now))
 	}
 	return msg
+}
+
+// show writes an amount of r as its quantity counts it and, for bytes,
+// in the IEC units describe host prints too: "268435456 (256MiB)".
+func (r resource) show(v uint64) string {
+	if r.quantity != "memory_bytes" || v > math.MaxInt64 {
+		return strconv.FormatUint(v, 10)
+	}
+	return fmt.Sprintf("%d (%s)", v, quantity.Bytes(int64(v)))
 }
 
 // since says how long ago t was, in whole seconds: " since 12s", or

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/marshal-dev/marshal/cmd/marshalctl/internal/runner"
+	"github.com/marshal-dev/marshal/internal/quantity"
 )
 
 // timeNow is the clock ages are measured on; tests fix it.
@@ -111,29 +112,8 @@ func cpu(milli int64) string {
 }
 
 // bytesIEC writes a byte count in binary units: "4GiB", "412MiB",
-// "1.5KiB".
-func bytesIEC(n int64) string {
-	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
-	if n < 1024 {
-		return fmt.Sprintf("%dB", n)
-	}
-	v := float64(n)
-	unit := ""
-	for _, u := range units {
-		if v < 1024 {
-			break
-		}
-		v /= 1024
-		unit = u
-	}
-	switch {
-	case v == float64(int64(v)):
-		return fmt.Sprintf("%d%s", int64(v), unit)
-	case v >= 100:
-		return fmt.Sprintf("%.0f%s", v, unit)
-	}
-	return fmt.Sprintf("%.1f%s", v, unit)
-}
+// "1.5KiB", as marshald's refusals do.
+func bytesIEC(n int64) string { return quantity.Bytes(n) }
 
 // orDash writes "-" for an empty value.
 func orDash(s string) string { return runner.OrDash(s) }

@@ -241,7 +241,7 @@ func TestRunRefusals(t *testing.T) {
 		lines *regexp.Regexp
 	}{
 		{"workspace_missing", []string{"-w", "nope", "--", "touch", "marker"}, 77,
-			regexp.MustCompile(`^WORKSPACE_NOT_READY: workspace not declared\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
+			regexp.MustCompile(`^WORKSPACE_NOT_READY: workspace not declared: "nope"\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"argv0_not_allowed", []string{"-w", "listed", "--", "touch", "marker"}, 77,
 			regexp.MustCompile(`^EXEC_NOT_ALLOWED: argv0 not allowed: "touch"\nattempt -, process \d+, state not_asked; nothing was started\n$`)},
 		{"executable_not_found", []string{"-w", "web", "--", "no-such-command", "marker"}, 77,

@@ -126,7 +126,7 @@ func Run(ctx context.Context, s Streams, o Options, argv []string) error {
 		enc.SetIndent("", "    ")
 		return enc.Encode(res.Explain)
 	case res.Refusal != nil:
-		return printRefusal(s, o.Output, res.Refusal, argv)
+		return printRefusal(s, o.Output, res.Refusal, o.Workspace, argv)
 	case res.Plan == nil:
 		return &ExitError{Code: ExitFailure, Err: errors.New("marshald answered neither a plan nor a refusal")}
 	}
@@ -151,9 +151,10 @@ func Run(ctx context.Context, s Streams, o Options, argv []string) error {
 	return &ExitError{Code: ExitRunInternal, Silent: true}
 }
 
-// printRefusal prints a refusal of argv, as two lines on standard error
-// or as a JSON object on standard output, and returns its exit status.
-func printRefusal(s Streams, output string, r *localapi.Refusal, argv []string) error {
+// printRefusal prints a refusal of argv in workspace, as two lines on
+// standard error or as a JSON object on standard output, and returns its
+// exit status.
+func printRefusal(s Streams, output string, r *localapi.Refusal, workspace string, argv []string) error {
 	if output == "json" {
 		enc := json.NewEncoder(s.Out)
 		enc.SetIndent("", "    ")
@@ -161,18 +162,22 @@ func printRefusal(s Streams, output string, r *localapi.Refusal, argv []string) 
 			return err
 		}
 	} else {
-		fmt.Fprint(s.Err, formatRefusal(r, argv))
+		fmt.Fprint(s.Err, formatRefusal(r, workspace, argv))
 	}
 	return &ExitError{Code: RefusalExitCode(r.Code), Silent: true}
 }
 
 // formatRefusal is a refusal's two lines. A command that is not allowed
-// or not found is named: marshald's detail holds fixed phrases only, and
-// the command is the caller's own.
-func formatRefusal(r *localapi.Refusal, argv []string) string {
+// or not found is named, and so is a workspace that is not ready:
+// marshald's detail holds fixed phrases only, and the command and the
+// workspace are the caller's own.
+func formatRefusal(r *localapi.Refusal, workspace string, argv []string) string {
 	detail := r.Detail
-	if r.Code == localapi.RefusalExecNotAllowed && len(argv) > 0 {
+	switch {
+	case r.Code == localapi.RefusalExecNotAllowed && len(argv) > 0:
 		detail += fmt.Sprintf(": %q", argv[0])
+	case r.Code == localapi.RefusalWorkspaceNotReady:
+		detail += fmt.Sprintf(": %q", workspace)
 	}
 	return fmt.Sprintf("%s: %s\nattempt %s, process %d, state %s; nothing was started\n",
 		r.Code, detail, OrDash(r.Attempt), r.Process, r.State)

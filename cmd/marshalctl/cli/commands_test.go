@@ -369,10 +369,44 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 			if err != nil || !strings.Contains(out.String(), "Examples:") || !strings.Contains(out.String(), "Usage:") {
 				t.Errorf("%s --help: %v\n%s", name, err, out.String())
 			}
-			if name != "validate" && !strings.Contains(out.String(), "Exit status:") {
+			if !strings.Contains(out.String(), "Exit status:") {
 				t.Errorf("%s --help does not state its exit status", name)
 			}
 		})
+	}
+}
+
+// validate --help points to the manifest reference rather than printing
+// it, and validate --reference prints it whole.
+func TestValidateHelpPointsToTheReference(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := Run(t.Context(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		return out.String(), err
+	}
+	help, err := run("validate", "--help")
+	if err != nil || !strings.Contains(help, "validate --reference") || strings.Contains(help, "#### Profile") {
+		t.Errorf("validate --help: %v; want a pointer to --reference and not the reference:\n%s", err, help)
+	}
+	ref, err := run("validate", "--reference")
+	if err != nil || ref != v1alpha1.Reference {
+		t.Errorf("validate --reference: %v; printed %d bytes, want the reference's %d", err, len(ref), len(v1alpha1.Reference))
+	}
+	if _, err := run("validate", "--reference", "manifests/"); ExitCode(err) != ExitUsage {
+		t.Errorf("validate --reference PATH: exit %d, want %d", ExitCode(err), ExitUsage)
+	}
+}
+
+// A flag's default is said once: cobra's "(default …)" and no second one.
+func TestFlagDefaultsAreSaidOnce(t *testing.T) {
+	var out bytes.Buffer
+	if err := Run(t.Context(), []string{"egress", "log", "--help"}, Streams{In: strings.NewReader(""), Out: &out, Err: &out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Count(line, "default") > 1 {
+			t.Errorf("egress log --help says a default twice: %q", line)
+		}
 	}
 }
 

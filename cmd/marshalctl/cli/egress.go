@@ -117,7 +117,7 @@ func newEgressLogCmd(g *globals, s Streams) *cobra.Command {
 	f.BoolVarP(&q.Follow, "follow", "f", false, "after the records kept, print new ones until interrupted")
 	f.StringVar(&q.Profile, "profile", "", "only the records of this profile's agents")
 	f.StringVar(&q.Workspace, "workspace", "", "only the records of this workspace's agents")
-	f.IntVar(&q.Tail, "tail", -1, "start with the last N records (default: all kept)")
+	f.IntVar(&q.Tail, "tail", -1, "start with the last N records; -1 starts with every record kept")
 	f.StringVarP(&output, "output", "o", "", "output format: json")
 	mustRegister(cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json"}, cobra.ShellCompDirectiveNoFileComp)))
 	for flag, kind := range map[string]string{"profile": "profiles", "workspace": "workspaces"} {

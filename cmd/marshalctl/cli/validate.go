@@ -20,24 +20,37 @@ PATH is a file, a directory (searched recursively for *.yaml, *.yml and
 *.json, skipping dotfiles and editor temporaries) or - for standard input.
 A file named explicitly is read whatever its extension.
 
+Every kind, field, default and bound is in the manifest reference:
+marshalctl validate --reference prints it (docs/manifest-reference.md
+holds the same).
+
 Exit status: 0 when every manifest is valid, 1 when any is not, 2 on a
-usage error, 3 when a path cannot be read.
-
-Manifest reference
-
-`
+usage error, 3 when a path cannot be read.`
 
 func newValidateCmd(s Streams) *cobra.Command {
-	var output string
+	var (
+		output    string
+		reference bool
+	)
 	cmd := &cobra.Command{
-		Use:   "validate PATH...",
+		Use:   "validate PATH... | --reference",
 		Short: "Check manifests the way marshald loads them",
-		Long:  validateLong + v1alpha1.Reference,
+		Long:  validateLong,
 		Example: `  marshalctl validate manifests/
   marshalctl validate -o json manifests/ > report.json   # in a pre-merge check
-  cat ws.yaml | marshalctl validate -`,
-		Args: minArgs(1),
+  cat ws.yaml | marshalctl validate -
+  marshalctl validate --reference | less`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if reference {
+				if len(args) > 0 {
+					return usageError("--reference takes no PATH")
+				}
+				_, err := io.WriteString(s.Out, v1alpha1.Reference)
+				return err
+			}
+			if len(args) == 0 {
+				return usageError("%s needs at least 1 argument(s), got 0", cmd.CommandPath())
+			}
 			if output != "" && output != "json" {
 				return usageError("unknown output format %q (want json)", output)
 			}
@@ -60,6 +73,7 @@ func newValidateCmd(s Streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json")
+	cmd.Flags().BoolVar(&reference, "reference", false, "print the manifest reference (every kind, field, default and bound) and check nothing")
 	return cmd
 }
 

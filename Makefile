@@ -104,9 +104,17 @@ generate: ## regenerate the manifest reference, JSON Schemas and CRDs from api/v
 	$(GO) test ./api/v1alpha1 -run TestReference -update
 	$(GO) run ./internal/schemagen
 
+# make run listens where marshalctl looks by default: as an ordinary
+# user $XDG_RUNTIME_DIR/marshal.sock, as root /run/marshal/marshal.sock
+# (the socket goes when marshald stops; the directory /run/marshal stays,
+# as systemd's runtime directories do until reboot). MARSHALD_FLAGS adds
+# flags: MARSHALD_FLAGS='--egress-address 127.0.0.1:4751' beside an
+# installed marshald.
+MARSHALD_FLAGS ?=
+
 .PHONY: run
-run: build ## run marshald on manifests/ with its state in .marshal/ (STATE)
-	$(BIN)/marshald --config-dir manifests --state-dir $(STATE)
+run: build ## run marshald on manifests/ with its state in .marshal/ (STATE); MARSHALD_FLAGS='…' adds flags
+	$(BIN)/marshald --config-dir manifests --state-dir $(STATE) $(MARSHALD_FLAGS)
 
 .PHONY: clean
 clean: ## remove build output and the state of make run (.marshal/); refused while its marshald runs

@@ -52,3 +52,15 @@ func TestMakeLintNeedsNothingInstalled(t *testing.T) {
 		t.Errorf("make lint installed into GOPATH/bin: %v", entries)
 	}
 }
+
+// TestMakeRunTakesFlags: MARSHALD_FLAGS reaches marshald's command line,
+// so that make run can sit beside an installed marshald.
+func TestMakeRunTakesFlags(t *testing.T) {
+	out, err := runMake(t, "run", "-n", "MARSHALD_FLAGS=--egress-address 127.0.0.1:4751")
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "marshald --config-dir manifests --state-dir .marshal --egress-address 127.0.0.1:4751") {
+		t.Errorf("make -n run does not pass MARSHALD_FLAGS to marshald:\n%s", out)
+	}
+}

@@ -55,3 +55,29 @@ func TestStateDirIsMadePrivateOrRefused(t *testing.T) {
 		}
 	})
 }
+
+// A start that fails before marshald is ready (here: no systemd manager
+// for --backend systemd) does not make the state dir look used: after two
+// failed starts, a good one starts, with no --init-journal.
+func TestFailedStartsDoNotBlockTheNextStart(t *testing.T) {
+	d := newDaemon(t)
+	noBus := t.TempDir()
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(t.Context(), testutil.Deadline)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "marshald"), "--config-dir", d.config, "--state-dir", d.state,
+			"--socket", d.socket, "--backend", "systemd", "--egress-address", "off", "--pressure", "off")
+		cmd.Env = append(os.Environ(),
+			"DBUS_SYSTEM_BUS_ADDRESS=unix:path="+filepath.Join(noBus, "system"),
+			"DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(noBus, "session"),
+			"XDG_RUNTIME_DIR="+noBus)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "cgroup backend") {
+			t.Fatalf("start %d with no systemd manager = %v:\n%s\nwant a failure naming the cgroup backend", i+1, err, out)
+		}
+	}
+	d.start()
+	if strings.Contains(d.log.String(), "--init-journal") {
+		t.Errorf("the good start after two failed ones asked for --init-journal:\n%s", d.log.String())
+	}
+}

@@ -19,21 +19,37 @@ import (
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-// openAuthority opens the admission journal, creating it on the first
-// start of an empty state dir or when asked: after that, a missing journal
-// was lost, and starting a new one silently would forget reservations.
-func (d *Daemon) openAuthority(firstStart bool) (err error) {
+// createJournal creates the admission journal when it is missing. New
+// calls it on the first start of a state dir before anything else is
+// written there, so that a first start that fails later (no cgroup
+// backend, the socket taken) leaves the journal beside the state file,
+// and the next start does not take it for a journal that was lost.
+func (d *Daemon) createJournal() error {
+	path := d.cfg.journalFile()
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := admission.Create(path); err != nil {
+		return fmt.Errorf("creating admission journal: %w", err)
+	}
+	d.log.Info("created the admission journal", "path", path)
+	return nil
+}
+
+// openAuthority opens the admission journal, which the first start of
+// the state dir created: a missing journal was lost, and starting a new
+// one silently would forget reservations, unless asked (--init-journal).
+func (d *Daemon) openAuthority() (err error) {
 	path := d.cfg.journalFile()
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		if !firstStart && !d.cfg.InitJournal {
+		if !d.cfg.InitJournal {
 			return fmt.Errorf("admission journal %s is missing, but state dir %s was used before: "+
 				"if the journal was lost, start marshald once with --init-journal to begin a new one "+
 				"(reservations it held are forgotten): %w", path, d.cfg.StateDir, admission.ErrJournalMissing)
 		}
-		if err := admission.Create(path); err != nil {
-			return fmt.Errorf("creating admission journal: %w", err)
+		if err := d.createJournal(); err != nil {
+			return err
 		}
-		d.log.Info("created the admission journal", "path", path)
 	}
 	if d.pressure, err = d.newPressure(); err != nil {
 		return err

@@ -107,8 +107,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err := prepareStateDir(cfg.StateDir, log.Warn); err != nil {
 		return nil, err
 	}
-	_, statErr := os.Stat(cfg.stateFile())
-	firstStart := errors.Is(statErr, fs.ErrNotExist)
+	if _, err := os.Stat(cfg.stateFile()); errors.Is(err, fs.ErrNotExist) {
+		if err := d.createJournal(); err != nil {
+			return nil, err
+		}
+	}
 	if d.db, err = state.Open(cfg.stateFile()); err != nil {
 		if errors.Is(err, state.ErrInUse) {
 			return nil, fmt.Errorf("%w: is another marshald running with state dir %s?", err, cfg.StateDir)
@@ -128,7 +131,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	d.stopper = agentstop.New(d.backend, d.clock, log)
 	d.stores = controllers.NewStores()
-	if err := d.openAuthority(firstStart); err != nil {
+	if err := d.openAuthority(); err != nil {
 		return nil, err
 	}
 	mount := cfg.cgroupMount

@@ -43,11 +43,17 @@ func DefaultSocketFor(euid int, getenv func(string) string) (string, error) {
 // ResolveSocket returns the socket a client uses: flag when set, else
 // $MARSHAL_SOCKET when set, else DefaultSocket.
 func ResolveSocket(flag string) (string, error) {
+	return ResolveSocketFor(flag, os.Geteuid(), os.Getenv)
+}
+
+// ResolveSocketFor is ResolveSocket for the user euid with the
+// environment getenv reads.
+func ResolveSocketFor(flag string, euid int, getenv func(string) string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if env := os.Getenv(SocketEnv); env != "" {
+	if env := getenv(SocketEnv); env != "" {
 		return env, nil
 	}
-	return DefaultSocket()
+	return DefaultSocketFor(euid, getenv)
 }

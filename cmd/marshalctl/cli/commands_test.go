@@ -264,9 +264,29 @@ func TestGolden(t *testing.T) {
 // answering is one failed check.
 func TestDoctorWithoutMarshald(t *testing.T) {
 	root := fakeHost(t, 1000, hybridMountinfo, "0::/user.slice/user-1000.slice/session-2.scope", "sys/fs/cgroup/unified", "hugetlb", false)
+	// systemd is PID 1, but this user's manager is not running.
+	if err := os.MkdirAll(filepath.Join(root, "run/systemd/system"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	socket := filepath.Join(t.TempDir(), "none.sock")
 	r := runCLI(t, "--socket", socket, "doctor")
 	golden(t, "doctor_without_marshald", r.transcript([]string{"doctor"}, socket, "$SOCKET", root, "$ROOT"))
+}
+
+// Doctor's host checks need no daemon and no socket: for a user without
+// XDG_RUNTIME_DIR on a host whose PID 1 is not systemd they run, and say
+// what works there; --config-dir and --state-dir name the dirs to check.
+func TestDoctorBeforeMarshaldEverRan(t *testing.T) {
+	root := fakeHost(t, 1000, unifiedMountinfo, "0::/", "sys/fs/cgroup", "cpu memory pids", false)
+	env := map[string]string{"HOME": filepath.Join(root, "home/dev")}
+	localHost.getenv = func(k string) string { return env[k] }
+	config := filepath.Join(root, "agents/manifests.d")
+	if err := os.MkdirAll(config, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"doctor", "--config-dir", config, "--state-dir", filepath.Join(root, "agents/state")}
+	r := runCLI(t, args...)
+	golden(t, "doctor_before_marshald_ran", r.transcript(args, root, "$ROOT"))
 }
 
 // TestApplyThenGetThenDelete drives a whole round through the CLI: what

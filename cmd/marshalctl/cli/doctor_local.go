@@ -140,10 +140,16 @@ func systemdCheck(ctx context.Context, h hostView) localapi.Check {
 	c := localapi.Check{Name: "systemd manager"}
 	socket := "/run/systemd/private"
 	if h.euid != 0 {
+		if !h.systemdBooted() {
+			// No user manager can be started: say what works instead.
+			c.Detail = "PID 1 is not systemd, so there is no user manager to start"
+			c.Fix = noUserManagerFix
+			return c
+		}
 		dir := h.getenv("XDG_RUNTIME_DIR")
 		if dir == "" {
 			c.Detail = "XDG_RUNTIME_DIR is not set, so the user manager cannot be found"
-			c.Fix = "log in through a session that sets it, or run marshald with --backend cgroupfs as root"
+			c.Fix = "log in through a session that sets it (ssh, a desktop login, or machinectl shell $USER@), or run marshald as root"
 			return c
 		}
 		socket = path.Join(dir, "systemd/private")
@@ -159,9 +165,22 @@ func systemdCheck(ctx context.Context, h hostView) localapi.Check {
 		c.OK, c.Detail = true, "not reachable at "+socket+"; marshald writes the cgroup tree itself (cgroupfs backend)"
 	default:
 		c.Detail = "user manager not reachable at " + socket
-		c.Fix = "start it (loginctl enable-linger $USER), or run marshald as root with --backend cgroupfs"
+		c.Fix = "start it (loginctl enable-linger $USER, then log in again), or run marshald as root"
 	}
 	return c
+}
+
+// noUserManagerFix is what an ordinary user can do where PID 1 is not
+// systemd: without a manager to delegate a cgroup, only root can move a
+// launch's caller into its scope.
+const noUserManagerFix = "run marshald as root, which writes the cgroup tree itself; " +
+	"marshald --allow-group GROUP lets the members of GROUP use it"
+
+// systemdBooted reports whether the host runs systemd as PID 1, as
+// sd_booted(3) tells: /run/systemd/system exists.
+func (h hostView) systemdBooted() bool {
+	fi, err := os.Stat(h.path("/run/systemd/system"))
+	return err == nil && fi.IsDir()
 }
 
 // dirCheck checks a directory marshald uses. A missing state dir is

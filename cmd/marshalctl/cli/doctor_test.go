@@ -46,6 +46,8 @@ func fakeHost(t *testing.T, euid int, mountinfo, cgroupLine, groupDir, controlle
 	write(filepath.Join(groupDir, "cgroup.controllers"), controllers+"\n")
 	env := map[string]string{"HOME": filepath.Join(root, "home/dev"), "XDG_RUNTIME_DIR": "/run/user/1000"}
 	if manager {
+		// A manager runs where systemd booted the host (sd_booted).
+		os.MkdirAll(filepath.Join(root, "run/systemd/system"), 0o755)
 		socket := filepath.Join(root, "run/systemd/private")
 		if euid != 0 {
 			socket = filepath.Join(root, env["XDG_RUNTIME_DIR"], "systemd/private")

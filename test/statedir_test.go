@@ -57,8 +57,9 @@ func TestStateDirIsMadePrivateOrRefused(t *testing.T) {
 }
 
 // A start that fails before marshald is ready (here: no systemd manager
-// for --backend systemd) does not make the state dir look used: after two
-// failed starts, a good one starts, with no --init-journal.
+// for --backend systemd) writes nothing to the state dir and does not make
+// it look used: after two failed starts, a good one starts, with no
+// --init-journal.
 func TestFailedStartsDoNotBlockTheNextStart(t *testing.T) {
 	d := newDaemon(t)
 	noBus := t.TempDir()
@@ -74,6 +75,9 @@ func TestFailedStartsDoNotBlockTheNextStart(t *testing.T) {
 		cancel()
 		if err == nil || !strings.Contains(string(out), "cgroup backend") {
 			t.Fatalf("start %d with no systemd manager = %v:\n%s\nwant a failure naming the cgroup backend", i+1, err, out)
+		}
+		if _, err := os.Stat(d.state); !os.IsNotExist(err) {
+			t.Errorf("start %d, which failed for want of a cgroup backend, made the state dir: %v", i+1, err)
 		}
 	}
 	d.start()

@@ -104,6 +104,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 	}()
 
+	// The backend first: a host where none works is told so before
+	// anything is written to the state dir.
+	if d.backend = cfg.backend; d.backend == nil {
+		d.backend, err = detect.Open(ctx, detect.Options{Backend: cfg.Backend, CgroupRoot: cfg.CgroupRoot, User: cfg.Mode == ModeUser})
+		var none *detect.NoBackendError
+		if errors.As(err, &none) {
+			return nil, err // it says what it is about
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cgroup backend: %w", err)
+		}
+		d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
+	}
 	if err := prepareStateDir(cfg.StateDir, log.Warn); err != nil {
 		return nil, err
 	}
@@ -121,13 +134,6 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	d.closers = append(d.closers, d.db.Close)
 	if d.recorder, err = events.New(events.Options{Store: d.db, Clock: d.clock, Logger: log, WriteDelay: eventWriteDelay}); err != nil {
 		return nil, fmt.Errorf("loading events: %w", err)
-	}
-	if d.backend = cfg.backend; d.backend == nil {
-		d.backend, err = detect.Open(ctx, detect.Options{Backend: cfg.Backend, CgroupRoot: cfg.CgroupRoot, User: cfg.Mode == ModeUser})
-		if err != nil {
-			return nil, fmt.Errorf("cgroup backend: %w", err)
-		}
-		d.closers = append(d.closers, func() error { return detect.Close(d.backend) })
 	}
 	d.stopper = agentstop.New(d.backend, d.clock, log)
 	d.stores = controllers.NewStores()

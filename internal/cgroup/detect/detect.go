@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/cgroup/cgroupfs"
@@ -79,7 +81,52 @@ func Open(ctx context.Context, opts Options) (cgroup.Backend, error) {
 	if !errors.Is(fsErr, cgroup.ErrUnavailable) {
 		return nil, fsErr
 	}
-	return nil, fmt.Errorf("detect: no cgroup backend works here: %w; %w", sdErr, fsErr)
+	return nil, &NoBackendError{User: opts.User, SystemdBooted: systemdBooted(), Systemd: sdErr, Cgroupfs: fsErr}
+}
+
+// NoBackendError is Open's error when neither backend works here. Its
+// message leads with the one thing to do in this situation, then says
+// what each backend lacked, a line each.
+type NoBackendError struct {
+	// User is set for a user's marshald, which needs a user manager.
+	User bool
+	// SystemdBooted is set where PID 1 is systemd.
+	SystemdBooted bool
+	// Systemd and Cgroupfs are why each backend could not be opened.
+	Systemd, Cgroupfs error
+}
+
+func (e *NoBackendError) Error() string {
+	var todo string
+	switch {
+	case e.User && !e.SystemdBooted:
+		todo = "PID 1 is not systemd, so there is no user manager to run agents under: run marshald as root " +
+			"(marshald --allow-group GROUP lets a group's members use it)"
+	case e.User:
+		todo = "start your systemd user manager (log in through a session, or loginctl enable-linger $USER), " +
+			"or run marshald as root"
+	default:
+		todo = "marshald as root writes the cgroup2 tree itself: mount cgroup2 read-write, " +
+			"or name a group it may write with --cgroup-root"
+	}
+	// Each cause names its backend.
+	return fmt.Sprintf("no cgroup backend works here: %s; marshalctl doctor checks the host\n  %s\n  %s",
+		todo, cause(e.Systemd), cause(e.Cgroupfs))
+}
+
+// Unwrap returns both causes, for errors.Is (cgroup.ErrUnavailable).
+func (e *NoBackendError) Unwrap() []error { return []error{e.Systemd, e.Cgroupfs} }
+
+// cause is err's message without the sentinel every backend's
+// unavailability ends with.
+func cause(err error) string {
+	return strings.TrimSuffix(err.Error(), ": "+cgroup.ErrUnavailable.Error())
+}
+
+// systemdBooted reports whether PID 1 is systemd, as sd_booted(3) tells.
+func systemdBooted() bool {
+	fi, err := os.Stat("/run/systemd/system")
+	return err == nil && fi.IsDir()
 }
 
 // Close releases what backend b holds (the systemd backend's connections

@@ -133,6 +133,17 @@ func TestOpen(t *testing.T) {
 			if b != nil || !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Open(%+v) = %v, %v, want an error wrapping %v", opts, b, err, tc.wantErr)
 			}
+			if tc.wantErr == cgroup.ErrUnavailable {
+				// It leads with what to do, for the user it runs as.
+				var nb *NoBackendError
+				want := "start your systemd user manager"
+				if !systemdBooted() {
+					want = "PID 1 is not systemd"
+				}
+				if !errors.As(err, &nb) || !strings.HasPrefix(err.Error(), "no cgroup backend works here: "+want) {
+					t.Errorf("Open() error %q does not begin with what to do (%q)", err, want)
+				}
+			}
 			for _, s := range tc.wantInErrs {
 				s = strings.NewReplacer("$RUNTIME", runtime, "$MOUNT", filepath.Clean(mount)).Replace(s)
 				if !strings.Contains(err.Error(), s) {

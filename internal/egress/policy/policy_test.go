@@ -69,6 +69,10 @@ func TestDecide(t *testing.T) {
 		{"deny_rule_matches_private", "www.example.net", "10.0.0.1", 80, false, 3, ReasonRule},
 		{"ipv4_mapped_is_unmapped", "", "::ffff:10.20.3.4", 5432, true, 2, ReasonRule},
 		{"mapped_loopback_still_private", "", "::ffff:127.0.0.1", 80, false, -1, ReasonPrivate},
+		{"sixtofour_of_private_through_wildcard", "anything.org", "2002:a00:1::1", 80, false, -1, ReasonPrivate},
+		{"teredo_of_loopback_through_wildcard", "anything.org", "2001:0:4136:e378:8000:63bf:80ff:fffe", 80, false, -1, ReasonPrivate},
+		{"azure_metadata_through_wildcard", "anything.org", "168.63.129.16", 80, false, -1, ReasonPrivate},
+		{"sixtofour_of_public_through_wildcard", "anything.org", "2002:8c52:7003::1", 80, true, 4, ReasonRule},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

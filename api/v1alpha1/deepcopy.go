@@ -61,6 +61,21 @@ func (in *ProfileSpec) DeepCopyInto(out *ProfileSpec) {
 		out.Egress = new(EgressSpec)
 		in.Egress.DeepCopyInto(out.Egress)
 	}
+	if in.Filesystem != nil {
+		out.Filesystem = new(FilesystemSpec)
+		in.Filesystem.DeepCopyInto(out.Filesystem)
+	}
+}
+
+// DeepCopyInto copies in into out, sharing nothing.
+func (in *FilesystemSpec) DeepCopyInto(out *FilesystemSpec) {
+	*out = *in
+	if in.Rules != nil {
+		out.Rules = make([]FilesystemRule, len(in.Rules))
+		for i := range in.Rules {
+			out.Rules[i] = FilesystemRule{Access: in.Rules[i].Access, Paths: slices.Clone(in.Rules[i].Paths)}
+		}
+	}
 }
 
 // DeepCopyInto copies in into out, sharing nothing.

@@ -40,6 +40,9 @@ func (p *Profile) Default() {
 	if e := p.Spec.Egress; e != nil && e.Default == "" {
 		e.Default = EgressDeny
 	}
+	if fs := p.Spec.Filesystem; fs != nil && fs.Default == "" {
+		fs.Default = FileRead
+	}
 }
 
 // Default fills omitted fields of the workspace. A root with redundant

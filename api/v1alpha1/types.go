@@ -131,6 +131,19 @@ type ProfileSpec struct {
 	// a wildcard or holds a CIDR that contains the address. Omitted: no
 	// proxy is offered and launches run as before.
 	Egress *EgressSpec `json:"egress,omitempty"`
+	// Filesystem is what files and local sockets the profile's agents may
+	// read and write, enforced by the kernel for each agent's whole
+	// process tree from before its first instruction. Declaring it, even
+	// {}, gives the defaults: the workspace, the launch's private {tmp}
+	// and common tool caches writable; credential stores (~/.ssh, ~/.aws,
+	// ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.git-credentials, ~/.docker,
+	// ~/.kube, ~/.config/gcloud, ~/.azure) and marshald's own config dir,
+	// state dir and sockets hidden; {workspace}/.git/hooks and
+	// {workspace}/.git/config read-only. A rule for the same path
+	// overrides a default. A host that cannot enforce the rules refuses
+	// the launch (ISOLATION_UNSUPPORTED). Edits apply to later launches.
+	// Omitted: agents read and write what their user can.
+	Filesystem *FilesystemSpec `json:"filesystem,omitempty"`
 }
 
 // EgressAction is what an egress rule, or the default, does with a

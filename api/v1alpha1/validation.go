@@ -101,6 +101,9 @@ func (p *Profile) Validate() ErrorList {
 	if e := p.Spec.Egress; e != nil {
 		v.egress(spec.Child("egress"), e)
 	}
+	if fs := p.Spec.Filesystem; fs != nil {
+		v.filesystem(spec.Child("filesystem"), fs)
+	}
 	v.status(!reflect.ValueOf(p.Status).IsZero())
 	return v.errs
 }

@@ -54,6 +54,12 @@ const (
 	noNUL = `^[^\x00]*$`
 	// absolutePath is filepath.IsAbs on Linux, without NUL.
 	absolutePath = `^/[^\x00]*$`
+	// rulePath is v1alpha1.ParseRulePath: "/", or "/", "~",
+	// "{workspace}" or "{tmp}" followed by '/'-separated elements that
+	// are neither empty, "." nor "..", without globs, braces or NUL, with
+	// maxLength MaxRulePathLength.
+	rulePath    = `^(/|(~|\{workspace\}|\{tmp\})(/` + ruleElement + `)*|(/` + ruleElement + `)+)$`
+	ruleElement = `([^/\x00*?\[{}.][^/\x00*?\[{}]*|\.[^/\x00*?\[{}.][^/\x00*?\[{}]*|\.\.[^/\x00*?\[{}]+)`
 	// envName is an environment variable name: no '=' and no NUL.
 	envName = `^[^=\x00]*$`
 	// positiveDuration is a time.ParseDuration string of a positive
@@ -145,16 +151,19 @@ var rules = map[string]rule{
 	"*.metadata.creationTimestamp": {readOnly: true},
 	"*.status":                     {readOnly: true},
 
-	"Profile.spec.isolation":           {enum: enumOf(v1alpha1.IsolationCgroup, v1alpha1.IsolationNetns)},
-	"Profile.spec.limits.cpu_milli":    quantity,
-	"Profile.spec.limits.memory_bytes": quantity,
-	"Profile.spec.limits.tasks":        quantity,
-	"Profile.spec.orphans":             {enum: enumOf(v1alpha1.OrphansKeep, v1alpha1.OrphansStop)},
-	"Profile.spec.egress.default":      {enum: egressAction},
-	"Profile.spec.egress.rules.action": {required: true, enum: egressAction},
-	"Profile.spec.egress.rules.hosts":  {items: &rule{pattern: hostPattern, maxLength: v1alpha1.MaxHostLength}},
-	"Profile.spec.egress.rules.cidrs":  {items: &rule{pattern: cidr}},
-	"Profile.spec.egress.rules.ports":  {items: &port},
+	"Profile.spec.isolation":               {enum: enumOf(v1alpha1.IsolationCgroup, v1alpha1.IsolationNetns)},
+	"Profile.spec.limits.cpu_milli":        quantity,
+	"Profile.spec.limits.memory_bytes":     quantity,
+	"Profile.spec.limits.tasks":            quantity,
+	"Profile.spec.orphans":                 {enum: enumOf(v1alpha1.OrphansKeep, v1alpha1.OrphansStop)},
+	"Profile.spec.egress.default":          {enum: egressAction},
+	"Profile.spec.egress.rules.action":     {required: true, enum: egressAction},
+	"Profile.spec.egress.rules.hosts":      {items: &rule{pattern: hostPattern, maxLength: v1alpha1.MaxHostLength}},
+	"Profile.spec.egress.rules.cidrs":      {items: &rule{pattern: cidr}},
+	"Profile.spec.egress.rules.ports":      {items: &port},
+	"Profile.spec.filesystem.default":      {enum: enumOf(v1alpha1.FileRead, v1alpha1.FileNone)},
+	"Profile.spec.filesystem.rules.access": {required: true, enum: enumOf(v1alpha1.FileNone, v1alpha1.FileRead, v1alpha1.FileWrite)},
+	"Profile.spec.filesystem.rules.paths":  {items: &rule{pattern: rulePath, maxLength: v1alpha1.MaxRulePathLength}},
 
 	"Workspace.spec":                    {required: true},
 	"Workspace.spec.root":               {required: true, pattern: absolutePath},

@@ -149,6 +149,11 @@ func describe(res localapi.Resource, obj json.RawMessage, events []v1alpha1.Even
 			return "", err
 		}
 	}
+	if res.Kind == v1alpha1.KindProfile {
+		if err := describeFilesystem(&b, parts["spec"]); err != nil {
+			return "", err
+		}
+	}
 	if len(status) > 0 {
 		data, err := json.Marshal(status)
 		if err != nil {
@@ -256,4 +261,29 @@ func labels(l map[string]string) string {
 		lines[i] = k + "=" + l[k]
 	}
 	return strings.Join(lines, "\n"+strings.Repeat(" ", 12))
+}
+
+// describeFilesystem writes a profile's effective filesystem rules, each
+// with its origin (a default, or the declared rule that sets it), when
+// it declares spec.filesystem.
+func describeFilesystem(b *strings.Builder, spec json.RawMessage) error {
+	var s v1alpha1.ProfileSpec
+	if len(spec) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(spec, &s); err != nil {
+		return fmt.Errorf("reading Profile spec: %w", err)
+	}
+	if s.Filesystem == nil {
+		return nil
+	}
+	fmt.Fprintf(b, "Filesystem: default %s; the most specific path decides\n", orDash(string(s.Filesystem.Default)))
+	rules := s.Filesystem.Effective()
+	rows := make([][]string, 0, len(rules)+1)
+	for _, r := range rules {
+		rows = append(rows, []string{string(r.Access), r.Path.String(), r.Origin})
+	}
+	rows = append(rows, []string{string(v1alpha1.FileNone), "marshald's config dir, state dir and sockets", "added at launch unless a rule names them"})
+	newTable("ACCESS", "PATH", "ORIGIN").write(b, "  ", rows)
+	return nil
 }

@@ -52,6 +52,10 @@ func fixture() []any {
 	coder.Metadata = v1alpha1.ObjectMeta{Name: "coder", Labels: map[string]string{"team": "platform", "tier": "gold"},
 		Generation: 2, CreationTimestamp: ago(time.Hour)}
 	coder.Spec.Limits = &v1alpha1.Limits{CPUMilli: i64(2000), MemoryBytes: i64(4 << 30), Tasks: i64(1024)}
+	coder.Spec.Filesystem = &v1alpha1.FilesystemSpec{Rules: []v1alpha1.FilesystemRule{
+		{Access: v1alpha1.FileWrite, Paths: []string{"~/.ssh/known_hosts"}},
+		{Access: v1alpha1.FileNone, Paths: []string{"~/.cache", "/run/user/1000/docker.sock"}},
+	}}
 	coder.Default()
 	coder.Status.ObservedGeneration = 2
 	coder.Status.Slice = "marshal-coder.slice"

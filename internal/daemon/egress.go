@@ -2,13 +2,16 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/egress"
+	"github.com/marshal-dev/marshal/internal/egress/hostaddr"
 	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -47,6 +50,9 @@ type egressProxy struct {
 	launches *egressLaunches
 	tcp, uds net.Listener
 	info     localapi.EgressInfo
+	// hostAddrs are the addresses of the host's interfaces, refused
+	// unless a rule names them.
+	hostAddrs *hostaddr.Set
 	// vars is the environment of launches of a profile that declares
 	// egress; nil when the proxy does not listen on TCP.
 	vars map[string]string
@@ -92,9 +98,13 @@ func (d *Daemon) newEgress(mount string) error {
 		d.closers = append(d.closers, e.uds.Close)
 		e.info.Socket = path
 	}
+	if e.hostAddrs, err = hostaddr.New(); err != nil {
+		return fmt.Errorf("egress: the host's addresses: %w", err)
+	}
 	e.proxy, err = egress.New(egress.Options{
 		Launches: e.launches, Policies: egress.StorePolicies{Desired: d.stores.Desired}, CgroupMount: mount, NetNS: host,
 		Audit: e.log, Events: d.recorder, Metrics: d.metrics, Logger: d.log.With("component", "egress"),
+		HostAddresses: e.hostAddrs,
 	})
 	if err != nil {
 		return err
@@ -118,11 +128,28 @@ func proxyVars(addr string) map[string]string {
 	}
 }
 
-// run serves the proxy once the config dir is declared and the launches
-// of an earlier run are recovered, so that a running agent's first
-// connection after a restart is decided on its own rules; until then
-// connections wait in the listeners' backlog.
+// runEgress keeps the host's addresses current, and serves the proxy
+// once the config dir is declared and the launches of an earlier run are
+// recovered, so that a running agent's first connection after a restart
+// is decided on its own rules; until then connections wait in the
+// listeners' backlog.
 func (d *Daemon) runEgress(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var addrsErr error
+	wg.Go(func() {
+		if addrsErr = d.egress.hostAddrs.Run(ctx); addrsErr != nil {
+			addrsErr = fmt.Errorf("the host's addresses: %w", addrsErr)
+			cancel()
+		}
+	})
+	err := d.serveEgress(ctx)
+	cancel()
+	wg.Wait()
+	return errors.Join(err, addrsErr)
+}
+
+func (d *Daemon) serveEgress(ctx context.Context) error {
 	select {
 	case <-d.source.Synced():
 	case <-ctx.Done():

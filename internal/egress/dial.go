@@ -61,7 +61,7 @@ func (p *Proxy) decide(ctx context.Context, c *conn, t target, rec *Record) []ne
 		return nil
 	}
 	if t.name == "" {
-		d := pol.Decide("", t.addr, t.port)
+		d := pol.DecideWith("", t.addr, t.port, p.opts.HostAddresses)
 		rec.Address = netip.AddrPortFrom(t.addr, t.port).String()
 		setDecision(rec, d)
 		if !d.Allow {
@@ -84,7 +84,7 @@ func (p *Proxy) decide(ctx context.Context, c *conn, t target, rec *Record) []ne
 	var first *policy.Decision
 	for _, a := range addrs {
 		a = a.Unmap()
-		d := pol.Decide(t.name, a, t.port)
+		d := pol.DecideWith(t.name, a, t.port, p.opts.HostAddresses)
 		if d.Allow {
 			if allowed == nil {
 				rec.Address = netip.AddrPortFrom(a, t.port).String()

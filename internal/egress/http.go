@@ -190,6 +190,8 @@ func describeReason(rec *Record) string {
 		return "rule " + strconv.Itoa(*rec.Rule)
 	case rec.Reason == "private_range":
 		return "a private address (" + rec.Address + ") that no rule names"
+	case rec.Reason == "host_address":
+		return "an address of this host (" + rec.Address + ") that no rule names"
 	case rec.Reason == ReasonNoProfile:
 		return "the profile is not declared"
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/acceptloop"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/egress/policy"
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
@@ -80,6 +81,9 @@ type Options struct {
 	Resolver Resolver
 	// Dialer dials destinations; a net.Dialer by default.
 	Dialer Dialer
+	// HostAddresses, when set, are the addresses of the host's own
+	// interfaces, refused (host_address) unless a rule names them.
+	HostAddresses policy.HostAddresses
 	// Audit, when set, receives every decision.
 	Audit Auditor
 	// Events, when set, is told of denials and of scopes marshald did

@@ -70,8 +70,8 @@ type EgressRecord struct {
 	// Rule is the index of the profile's rule that decided, absent when
 	// none did.
 	Rule *int `json:"rule,omitempty"`
-	// Reason says what decided: rule, default, private_range, unscoped,
-	// no_profile or connection_limit.
+	// Reason says what decided: rule, default, private_range,
+	// host_address, unscoped, no_profile or connection_limit.
 	Reason string `json:"reason,omitempty"`
 	// Error says why an allowed connection failed, or why a request
 	// could not be decided (bad_request, bad_host, dns_failed,

@@ -21,6 +21,9 @@ const (
 	// ReasonPrivate is a private address that no rule named, however
 	// the rules and the default would have decided it otherwise.
 	ReasonPrivate Reason = "private_range"
+	// ReasonHostAddress is an address of this host's own interfaces
+	// (not in a private range) that no rule named.
+	ReasonHostAddress Reason = "host_address"
 )
 
 // Decision is what a policy says about one destination.
@@ -191,19 +194,31 @@ func (r *rule) matches(host string, addr netip.Addr, port uint16) match {
 // (normalized, as Host returns it; "" when the destination was given as
 // an IP address). addr is the address that would be dialed.
 func (p *Policy) Decide(host string, addr netip.Addr, port uint16) Decision {
+	return p.DecideWith(host, addr, port, nil)
+}
+
+// DecideWith is Decide, with the host's own addresses (own, nil for none)
+// closed as private ranges are: only a rule that names them reaches them.
+func (p *Policy) DecideWith(host string, addr netip.Addr, port uint16, own HostAddresses) Decision {
 	addr = addr.Unmap()
-	private := Private(addr)
+	var closed Reason
+	switch {
+	case Private(addr):
+		closed = ReasonPrivate
+	case hostAddress(own, addr):
+		closed = ReasonHostAddress
+	}
 	for i := range p.rules {
 		r := &p.rules[i]
 		m := r.matches(host, addr, port)
-		if m == noMatch || r.allow && private && m != named {
-			// An allow rule reaches a private address only by naming it.
+		if m == noMatch || r.allow && closed != "" && m != named {
+			// An allow rule reaches a closed address only by naming it.
 			continue
 		}
 		return Decision{Allow: r.allow, Rule: i, Reason: ReasonRule}
 	}
-	if private {
-		return Decision{Rule: -1, Reason: ReasonPrivate}
+	if closed != "" {
+		return Decision{Rule: -1, Reason: closed}
 	}
 	return Decision{Allow: p.allowByDefault, Rule: -1, Reason: ReasonDefault}
 }

@@ -169,3 +169,46 @@ func TestCompileRefusesInvalid(t *testing.T) {
 		t.Errorf("Compile(nil) = %v, %v; want DenyAll", p, err)
 	}
 }
+
+// hostAddrs is a host's own addresses, as a table.
+type hostAddrs map[netip.Addr]bool
+
+func (h hostAddrs) Has(a netip.Addr) bool { return h[a] }
+
+func TestDecideHostAddresses(t *testing.T) {
+	own := hostAddrs{netip.MustParseAddr("198.51.100.7"): true, netip.MustParseAddr("2001:db8::7"): true,
+		netip.MustParseAddr("10.1.2.3"): true}
+	p := mustCompile(t, &v1alpha1.EgressSpec{Default: v1alpha1.EgressAllow, Rules: []v1alpha1.EgressRule{
+		{Action: v1alpha1.EgressAllow, Hosts: []string{"*.wild.test"}},
+		{Action: v1alpha1.EgressAllow, Hosts: []string{"self.test"}},
+		{Action: v1alpha1.EgressAllow, CIDRs: []string{"198.51.100.0/24"}, Ports: []int32{8443}},
+	}})
+	tests := []struct {
+		name string
+		host string
+		addr string
+		port uint16
+		want Decision
+	}{
+		{"default_allow_does_not_reach_it", "", "198.51.100.7", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"ipv6", "", "2001:db8::7", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"mapped", "", "::ffff:198.51.100.7", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"nat64_of_it", "", "64:ff9b::c633:6407", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"sixtofour_of_it", "", "2002:c633:6407::1", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"wildcard_does_not_reach_it", "a.wild.test", "198.51.100.7", 80, Decision{Rule: -1, Reason: ReasonHostAddress}},
+		{"named_host_reaches_it", "self.test", "198.51.100.7", 80, Decision{Allow: true, Rule: 1, Reason: ReasonRule}},
+		{"cidr_reaches_it", "", "198.51.100.7", 8443, Decision{Allow: true, Rule: 2, Reason: ReasonRule}},
+		{"private_says_private", "", "10.1.2.3", 80, Decision{Rule: -1, Reason: ReasonPrivate}},
+		{"a_neighbour_is_not_it", "", "198.51.100.8", 80, Decision{Allow: true, Rule: -1, Reason: ReasonDefault}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.DecideWith(tc.host, netip.MustParseAddr(tc.addr), tc.port, own); got != tc.want {
+				t.Errorf("DecideWith(%q, %s, %d) = %+v, want %+v", tc.host, tc.addr, tc.port, got, tc.want)
+			}
+		})
+	}
+	if got := p.Decide("", netip.MustParseAddr("198.51.100.7"), 80); !got.Allow {
+		t.Errorf("Decide without host addresses = %+v, want the default", got)
+	}
+}

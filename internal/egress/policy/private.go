@@ -69,18 +69,62 @@ func Private(a netip.Addr) bool {
 	if private(a) {
 		return true
 	}
+	carried, n := carriedIPv4(a)
+	for _, c := range carried[:n] {
+		if private(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// carriedIPv4 returns the IPv4 addresses an IPv6 address a carries for
+// a translator or tunnel to reach: one for the IPv4-compatible,
+// IPv4-translated, NAT64 and 6to4 forms, two for Teredo (server and
+// client), none otherwise. a is unmapped.
+func carriedIPv4(a netip.Addr) (carried [2]netip.Addr, n int) {
 	if !a.Is6() {
-		return false
+		return carried, 0
 	}
 	b := a.As16()
 	switch {
 	case compatible.Contains(a), translated.Contains(a), nat64.Contains(a):
-		return private(netip.AddrFrom4([4]byte(b[12:16])))
+		carried[0] = netip.AddrFrom4([4]byte(b[12:16]))
+		return carried, 1
 	case sixToFour.Contains(a):
-		return private(netip.AddrFrom4([4]byte(b[2:6])))
+		carried[0] = netip.AddrFrom4([4]byte(b[2:6]))
+		return carried, 1
 	case teredo.Contains(a):
-		client := [4]byte{^b[12], ^b[13], ^b[14], ^b[15]}
-		return private(netip.AddrFrom4([4]byte(b[4:8]))) || private(netip.AddrFrom4(client))
+		carried[0] = netip.AddrFrom4([4]byte(b[4:8]))
+		carried[1] = netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return carried, 2
+	}
+	return carried, 0
+}
+
+// HostAddresses are this host's own addresses (hostaddr.Set is one):
+// every address on its interfaces, which reach the services it listens
+// on as loopback does.
+type HostAddresses interface {
+	// Has reports whether a is one of them.
+	Has(a netip.Addr) bool
+}
+
+// hostAddress reports whether a, or an IPv4 address it carries, is one of
+// own's.
+func hostAddress(own HostAddresses, a netip.Addr) bool {
+	if own == nil {
+		return false
+	}
+	a = a.Unmap().WithZone("")
+	if own.Has(a) {
+		return true
+	}
+	carried, n := carriedIPv4(a)
+	for _, c := range carried[:n] {
+		if own.Has(c) {
+			return true
+		}
 	}
 	return false
 }

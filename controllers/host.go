@@ -67,6 +67,10 @@ func (r *hostReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		ready = condition(v1alpha1.ConditionReady, true, ReasonProbed, "",
 			fmt.Sprintf("backend %s gives %s", r.backend.Name(), describeCaps(caps)))
 	}
+	conds := []v1alpha1.Condition{ready}
+	if c, ok := r.egressCondition(); ok {
+		conds = append(conds, c)
+	}
 	now := r.now()
 	updateStatus(r.s.Hosts, r.rec, req.Key, func(st *v1alpha1.HostStatus) []v1alpha1.Condition {
 		st.Backend = r.backend.Name()
@@ -79,7 +83,7 @@ func (r *hostReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 		if caps != nil {
 			st.Enforcement = caps.API()
 		}
-		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready)...)
+		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), conds...)...)
 	})
 	switch {
 	case merr != nil:

@@ -55,6 +55,10 @@ type Options struct {
 	// scope, and a scope counts for its workspace. Without it no scope is
 	// known to belong to a workspace.
 	Launches Launches
+	// Egress, when set, is marshald's egress proxy: the Host reports it
+	// (condition EgressProxy), and a Profile that declares egress is not
+	// Ready while the proxy cannot serve its launches.
+	Egress EgressProxy
 	// Logger receives the controllers' records. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -82,6 +86,8 @@ type env struct {
 	roots *pathwatch.Watcher
 	// launches is Options.Launches, or nil.
 	launches Launches
+	// egress is Options.Egress, or nil.
+	egress EgressProxy
 
 	// emptiedMu guards emptied.
 	emptiedMu sync.Mutex
@@ -210,6 +216,7 @@ func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options
 		}),
 		scopesByWorkspace: reconcile.NewIndex(),
 		launches:          opts.Launches,
+		egress:            opts.Egress,
 		emptied:           map[string]time.Time{},
 	}
 	m := &Manager{env: e, agentR: newAgentReconciler(e, opts.EmptyScopeGrace), observer: newObserver(e), synced: make(chan struct{})}

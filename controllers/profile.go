@@ -81,11 +81,13 @@ func (r *profileReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	case len(limits) == 0:
 		enforced = "no limits requested"
 	}
+	ready := condition(v1alpha1.ConditionReady, true, ReasonSliceReady, "", fmt.Sprintf("slice %s exists", scope.SliceName(name)))
+	if l, blocked := r.egressBlocks(p.Spec); blocked {
+		ready = condition(v1alpha1.ConditionReady, false, "", l.Reason, "launches are refused: the egress proxy is "+l.Message)
+	}
 	updateStatus(r.s.Profiles, r.rec, req.Key, func(st *v1alpha1.ProfileStatus) []v1alpha1.Condition {
 		st.Slice, st.Limits, st.Agents = scope.SliceName(name), limits, agents
-		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions),
-			condition(v1alpha1.ConditionReady, true, ReasonSliceReady, "",
-				fmt.Sprintf("slice %s exists", scope.SliceName(name))),
+		return setConditions(&st.Status, gen, now, append(declConditions(decl, st.Conditions), ready,
 			condition(v1alpha1.ConditionEnforced, len(missing) == 0, ReasonLimitsEnforced, ReasonLimitNotEnforced, enforced))...)
 	})
 	return reconcile.Result{RequeueAfter: r.interval}, nil

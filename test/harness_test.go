@@ -82,6 +82,11 @@ type daemon struct {
 	log     *syncBuffer
 	exited  chan struct{}
 	waitErr error
+	// egressDefault leaves marshald its default egress address.
+	egressDefault bool
+	// spawn, when set, starts marshald's process instead of its Start:
+	// in a network namespace of the test's, for one.
+	spawn func(start func() error) error
 }
 
 type syncBuffer struct {
@@ -131,13 +136,16 @@ func (d *daemon) args(extra ...string) []string {
 	// No test here is about pressure: the host's load (PSI, a busy CI
 	// machine) must not decide what is admitted. Tests run at once, so
 	// none may hold a fixed port.
-	return append([]string{
+	args := []string{
 		"--config-dir", d.config, "--state-dir", d.state, "--socket", d.socket,
 		"--backend", "cgroupfs", "--cgroup-root", d.root, "--pressure", "off",
+	}
+	if !d.egressDefault {
 		// The egress proxy's default address is one per uid: tests that
 		// want the proxy give their own (port 0), the others take none.
-		"--egress-address", "off",
-	}, extra...)
+		args = append(args, "--egress-address", "off")
+	}
+	return append(args, extra...)
 }
 
 // start runs marshald and waits until it reports ready.
@@ -147,7 +155,11 @@ func (d *daemon) start(extra ...string) {
 	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
 	d.cmd = exec.Command(filepath.Join(bin, "marshald"), d.args(extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	if err := d.cmd.Start(); err != nil {
+	spawn := d.spawn
+	if spawn == nil {
+		spawn = func(start func() error) error { return start() }
+	}
+	if err := spawn(d.cmd.Start); err != nil {
 		t.Fatal(err)
 	}
 	d.exited = make(chan struct{})

@@ -21,6 +21,11 @@ const (
 	// ConditionOrphaned is True on an Agent whose profile is not declared
 	// and which is kept running.
 	ConditionOrphaned = "Orphaned"
+	// ConditionEgressProxy is True on the Host while marshald's egress
+	// proxy listens on its TCP address; False says why not (the address
+	// is taken, or off), and launches of profiles that declare egress
+	// are refused.
+	ConditionEgressProxy = "EgressProxy"
 )
 
 // Amounts are quantities of each resource.

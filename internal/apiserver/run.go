@@ -95,6 +95,7 @@ var (
 		launch.CodeAuthorityUnavailable: localapi.RefusalAuthorityUnavailable,
 		launch.CodeAdmissionUnknown:     localapi.RefusalAdmissionUnknown,
 		launch.CodeIsolationUnsupported: localapi.RefusalIsolationUnsupported,
+		launch.CodeEgressUnavailable:    localapi.RefusalEgressUnavailable,
 		launch.CodeInternal:             localapi.RefusalInternal,
 	}
 	attemptStates = map[launch.State]string{

@@ -171,6 +171,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	queues := metrics.NewWorkqueue()
 	d.manager, err = controllers.Setup(d.stores, d.backend, d.recorder, controllers.Options{
 		Interval: cfg.Relist, Logger: log, MetricsProvider: queues, Launches: launches,
+		Egress: &egressView{d},
 	})
 	if err != nil {
 		return nil, err

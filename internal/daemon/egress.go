@@ -8,7 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/egress"
 	"github.com/marshal-dev/marshal/internal/egress/hostaddr"
@@ -56,6 +61,56 @@ type egressProxy struct {
 	// vars is the environment of launches of a profile that declares
 	// egress; nil when the proxy does not listen on TCP.
 	vars map[string]string
+	// state says whether the proxy listens on TCP, and when not, why
+	// and what to do: what the Host's condition, doctor and a refused
+	// launch say.
+	state egressState
+}
+
+// egressState is the TCP listener's state in marshald's own words.
+type egressState struct {
+	controllers.EgressListener
+	// cause and fix make up Message: "not listening on ADDR: address
+	// already in use (EADDRINUSE)", "free it, or choose …".
+	cause, fix string
+}
+
+// egressFix is what to do about a proxy that does not listen on TCP.
+const egressFix = "free it, or choose another address with marshald --egress-address 127.0.0.1:PORT (make run MARSHALD_FLAGS='--egress-address 127.0.0.1:PORT')"
+
+// newEgressState says why listening on addr failed with err: the errno's
+// text and name, never the whole chain.
+func newEgressState(addr string, err error) egressState {
+	s := egressState{EgressListener: controllers.EgressListener{Address: addr, Reason: controllers.ReasonEgressListenFailed}, fix: egressFix}
+	var errno syscall.Errno
+	switch {
+	case addr == EgressOff:
+		s.Address, s.Reason = "", controllers.ReasonEgressOff
+		s.cause = "off (marshald --egress-address off)"
+		s.fix = "start marshald with --egress-address 127.0.0.1:PORT to serve profiles that declare egress"
+	case errors.As(err, &errno):
+		if errno == syscall.EADDRINUSE {
+			s.Reason = controllers.ReasonEgressAddressInUse
+		}
+		s.cause = fmt.Sprintf("not listening on %s: %s (%s)", addr, errno.Error(), unix.ErrnoName(errno))
+	default:
+		s.cause = fmt.Sprintf("not listening on %s: listen failed", addr)
+	}
+	s.Message = s.cause + "; " + s.fix
+	return s
+}
+
+// TCP is the listener's state, for the controllers.
+func (x *egressView) TCP() controllers.EgressListener { return x.d.egress.state.EgressListener }
+
+// egressView shows the controllers the proxy, which exists only after
+// them.
+type egressView struct{ d *Daemon }
+
+// unavailable is the cause of a refused launch under a profile that
+// declares egress.
+func (s egressState) unavailable() error {
+	return &launch.EgressUnavailableError{Cause: s.cause, Fix: s.fix}
 }
 
 // newEgress opens the audit log and the listeners and makes the proxy; the
@@ -72,6 +127,7 @@ func (d *Daemon) newEgress(mount string) error {
 		return err
 	}
 	d.closers = append(d.closers, e.log.Close)
+	e.state = newEgressState(EgressOff, nil)
 	if addr := d.cfg.EgressAddress; addr != EgressOff {
 		e.tcp, err = egress.ListenTCP(addr)
 		switch {
@@ -79,11 +135,14 @@ func (d *Daemon) newEgress(mount string) error {
 			d.closers = append(d.closers, e.tcp.Close)
 			e.info.Address = e.tcp.Addr().String()
 			e.vars = proxyVars(e.info.Address)
+			e.state = egressState{EgressListener: controllers.EgressListener{Listening: true, Address: e.info.Address,
+				Reason: controllers.ReasonEgressListening, Message: "listening on " + e.info.Address}}
 		case d.cfg.egressAddressGiven:
 			return fmt.Errorf("--egress-address: %w", err)
 		default:
-			d.log.Error("the egress proxy does not listen on TCP; launches of profiles that declare egress are refused (choose an address with --egress-address)",
-				"err", err)
+			e.state = newEgressState(addr, err)
+			d.log.Error("the egress proxy is "+e.state.cause+"; launches of profiles that declare egress are refused (choose an address with --egress-address)",
+				"reason", e.state.Reason)
 		}
 	}
 	if path := d.cfg.EgressSocket; path != EgressOff {
@@ -201,4 +260,37 @@ func (x *egressLaunches) Launches() []egress.Launch {
 		out[i] = x.launchOf(info)
 	}
 	return out
+}
+
+// egressCheck says whether the egress proxy listens where launches on
+// the host's network reach it. A listener that failed fails the check;
+// one turned off fails it only when a declared profile needs it.
+func (d *Daemon) egressCheck() localapi.Check {
+	st := d.egress.state
+	c := localapi.Check{Name: "egress proxy", OK: st.Listening, Detail: st.Message}
+	if st.Listening {
+		return c
+	}
+	c.Detail, c.Fix = "launches of profiles that declare egress are refused: the proxy is "+st.cause, st.fix
+	if st.Reason == controllers.ReasonEgressOff {
+		needs := d.egressNeeded()
+		c.OK = needs == ""
+		if c.OK {
+			c.Detail, c.Fix = "off (marshald --egress-address off); nothing declared needs it", ""
+		} else {
+			c.Detail += "; profile " + needs + " needs it"
+		}
+	}
+	return c
+}
+
+// egressNeeded names a declared profile whose launches need the proxy's
+// TCP listener, "" when none does.
+func (d *Daemon) egressNeeded() string {
+	for _, obj := range d.stores.Desired.List(v1alpha1.KindProfile) {
+		if p, ok := obj.(*v1alpha1.Profile); ok && p.Spec.Egress != nil && p.Spec.Isolation != v1alpha1.IsolationNetns {
+			return p.Metadata.Name
+		}
+	}
+	return ""
 }

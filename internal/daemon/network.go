@@ -37,7 +37,7 @@ func (d *Daemon) network(w *v1alpha1.Workspace, uid uint32) (launch.Network, err
 			return launch.Network{}, nil
 		}
 		if d.egress.vars == nil {
-			return launch.Network{}, fmt.Errorf("profile %s: %w", prof.Metadata.Name, launch.ErrNoEgressProxy)
+			return launch.Network{}, fmt.Errorf("profile %s: %w", prof.Metadata.Name, d.egress.state.unavailable())
 		}
 		return launch.Network{Env: d.egress.vars}, nil
 	}

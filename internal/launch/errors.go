@@ -53,3 +53,18 @@ var (
 	// missing.
 	ErrInvalidOptions = errors.New("launch: invalid options")
 )
+
+// EgressUnavailableError is an ErrNoEgressProxy that says why: Cause is
+// marshald's own account (the address and the errno's name, "not
+// listening on 127.0.0.1:4750: address in use"), shown in the refusal;
+// Fix names what to change.
+type EgressUnavailableError struct {
+	Cause, Fix string
+}
+
+func (e *EgressUnavailableError) Error() string {
+	return "launch: egress proxy " + e.Cause + "; " + e.Fix
+}
+
+// Unwrap makes the error an ErrNoEgressProxy.
+func (e *EgressUnavailableError) Unwrap() error { return ErrNoEgressProxy }

@@ -601,7 +601,9 @@ func TestProfileEnvReachesThePlan(t *testing.T) {
 		code   Code
 		detail string
 	}{
-		{ErrNoEgressProxy, CodeInternal, detailNoEgressProxy},
+		{ErrNoEgressProxy, CodeEgressUnavailable, detailNoEgressProxy},
+		{fmt.Errorf("x: %w", &EgressUnavailableError{Cause: "not listening on 127.0.0.1:4750: address in use", Fix: "choose another address with --egress-address"}),
+			CodeEgressUnavailable, "egress proxy not listening on 127.0.0.1:4750: address in use; choose another address with --egress-address"},
 		{fmt.Errorf("x: %w", &isolation.UnavailableError{Reason: "user namespaces are disabled (user.max_user_namespaces is 0)"}),
 			CodeIsolationUnsupported, "netns isolation unavailable: user namespaces are disabled (user.max_user_namespaces is 0)"},
 	} {

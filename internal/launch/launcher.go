@@ -516,7 +516,12 @@ func (l *Launcher) networkOf(w *v1alpha1.Workspace, uid uint32) (Network, *Refus
 		}
 		return Network{}, &Refusal{Code: CodeIsolationUnsupported, Detail: detail, State: StateNotAsked, cause: err}
 	case errors.Is(err, ErrNoEgressProxy):
-		return Network{}, &Refusal{Code: CodeInternal, Detail: detailNoEgressProxy, State: StateNotAsked, cause: err}
+		detail := detailNoEgressProxy
+		var ee *EgressUnavailableError
+		if errors.As(err, &ee) {
+			detail = "egress proxy " + ee.Cause + "; " + ee.Fix
+		}
+		return Network{}, &Refusal{Code: CodeEgressUnavailable, Detail: detail, State: StateNotAsked, cause: err}
 	}
 	return Network{}, &Refusal{Code: CodeInternal, Detail: detailNetwork, State: StateNotAsked, cause: err}
 }

@@ -32,6 +32,9 @@ const (
 	// CodeIsolationUnsupported: the profile's isolation (netns, or the
 	// workspace's network policy none) cannot be had on this host.
 	CodeIsolationUnsupported Code = "ISOLATION_UNSUPPORTED"
+	// CodeEgressUnavailable: the profile declares egress and the proxy
+	// does not listen where the launch would reach it.
+	CodeEgressUnavailable Code = "EGRESS_UNAVAILABLE"
 	// CodeInternal: anything else: a digest mismatch, a scope that could
 	// not be created or bound.
 	CodeInternal Code = "INTERNAL"

@@ -364,6 +364,7 @@ const (
 	RefusalAuthorityUnavailable = "RESOURCE_AUTHORITY_UNAVAILABLE"
 	RefusalAdmissionUnknown     = "ADMISSION_UNKNOWN"
 	RefusalIsolationUnsupported = "ISOLATION_UNSUPPORTED"
+	RefusalEgressUnavailable    = "EGRESS_UNAVAILABLE"
 	RefusalInternal             = "INTERNAL"
 )
 

@@ -45,6 +45,9 @@ attempt was made, and exits with the code's status:
                                       workspace's network policy none) cannot
                                       be had here: user namespaces are
                                       disabled or forbidden
+  69  EGRESS_UNAVAILABLE              the profile declares egress and the proxy
+                                      does not listen (the message says where
+                                      and why; marshald --egress-address)
   76  RESOURCE_AUTHORITY_UNAVAILABLE  the admission authority cannot decide
   71  ADMISSION_UNKNOWN               the admission answer was lost
   70  INTERNAL                        anything else

@@ -19,7 +19,7 @@ import (
 
 // Exit statuses of a refused run, one per refusal code, from sysexits.h.
 const (
-	ExitRunUnavailable   = 69 // RESOURCE_UNAVAILABLE (EX_UNAVAILABLE)
+	ExitRunUnavailable   = 69 // RESOURCE_UNAVAILABLE, EGRESS_UNAVAILABLE (EX_UNAVAILABLE)
 	ExitRunInternal      = 70 // INTERNAL (EX_SOFTWARE)
 	ExitRunUnknown       = 71 // ADMISSION_UNKNOWN (EX_OSERR)
 	ExitRunBusy          = 75 // WORKSPACE_BUSY (EX_TEMPFAIL)
@@ -39,6 +39,7 @@ var runExitCodes = map[string]int{
 	localapi.RefusalResourceUnavailable:  ExitRunUnavailable,
 	localapi.RefusalPolicyUnsupported:    ExitRunUnsupported,
 	localapi.RefusalIsolationUnsupported: ExitRunUnsupported,
+	localapi.RefusalEgressUnavailable:    ExitRunUnavailable,
 	localapi.RefusalAuthorityUnavailable: ExitRunAuthority,
 	localapi.RefusalAdmissionUnknown:     ExitRunUnknown,
 	localapi.RefusalInternal:             ExitRunInternal,

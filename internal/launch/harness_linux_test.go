@@ -59,6 +59,9 @@ type harness struct {
 	// wrap, when set before start, wraps the authority the Launcher
 	// talks to, to inject a fault.
 	wrap func(Authority) Authority
+	// wrapScopes, when set before start, wraps the backend the Launcher
+	// makes scopes with, to inject a fault.
+	wrapScopes func(Scopes) Scopes
 	// network, when set before start, is the Launcher's Network.
 	network func(*v1alpha1.Workspace, uint32) (Network, error)
 	// consumers, when set, are served by the authority, again after
@@ -219,13 +222,17 @@ func (h *harness) start() *Launcher {
 	if h.wrap != nil {
 		auth = h.wrap(auth)
 	}
+	var scopes Scopes = h.backend
+	if h.wrapScopes != nil {
+		scopes = h.wrapScopes(scopes)
+	}
 	poke := func(string) { h.poke() }
 	if h.store != nil {
 		h.store.Close()
 	}
 	h.store = NewFileStore(h.recordDir, h.db)
 	l, err := New(Options{
-		Authority: auth, Scopes: h.backend, Store: h.store, Workspaces: h.ws,
+		Authority: auth, Scopes: scopes, Store: h.store, Workspaces: h.ws,
 		CgroupMount: h.mount, Metrics: h.metrics, Clock: h.armingClock(),
 		OnScope: poke, OnWorkspace: poke, Self: h.selfPeer(), Network: h.network,
 	})

@@ -192,7 +192,7 @@ func (lc *launching) makeScope(ctx context.Context) (_ cgroup.Scope, _ cgroup.Ap
 		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeInternal, detailCallerGone, err)
 	}
 	if err != nil {
-		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeInternal, detailScopeFailed, err)
+		return cgroup.Scope{}, cgroup.Applied{}, lc.refuse(CodeInternal, withCause(detailScopeFailed, err), err)
 	}
 	lc.scoped = true
 	lc.rb.commit()
@@ -318,7 +318,7 @@ func (lc *launching) commitTo(ctx context.Context) (Record, *Refusal) {
 	case ref != nil:
 		return Record{}, ref
 	case err != nil:
-		return Record{}, lc.refuse(CodeInternal, detailRecordFailed, err)
+		return Record{}, lc.refuse(CodeInternal, withCause(detailRecordFailed, err), err)
 	}
 	return rec, nil
 }

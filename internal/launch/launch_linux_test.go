@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -659,5 +661,36 @@ func TestNetnsPlanRunsTheHelper(t *testing.T) {
 	}
 	if ns, ok := h.l.NetNS(plan.ID, identity.NetNS{Dev: 1, Ino: 1}); !ok || ns != host {
 		t.Errorf("NetNS = %v %v, want the caller's namespace, %v", ns, ok, host)
+	}
+}
+
+// scopeFault is the backend with CreateScope failing with err: a fault
+// the real tree cannot be made to show to root on demand.
+type scopeFault struct {
+	Scopes
+	err error
+}
+
+func (f scopeFault) CreateScope(context.Context, string, string, int, cgroup.Limits) (cgroup.Scope, cgroup.Applied, error) {
+	return cgroup.Scope{}, cgroup.Applied{}, f.err
+}
+
+// A scope that cannot be made says why in the refusal, file and errno,
+// as the backend reported it, not a bare "scope not created".
+func TestScopePermissionErrorReachesTheRefusal(t *testing.T) {
+	h := newHarness(t)
+	h.workspace("web", v1alpha1.ParticipationNone, 2)
+	// What cgroup.MoveProcess returns when the caller's group is not
+	// writable by marshald (user mode without a delegated tree).
+	denied := &fs.PathError{Op: "write", Path: "/sys/fs/cgroup/user.slice/marshal.slice/marshal-coder.slice/x.scope/cgroup.procs", Err: syscall.EACCES}
+	h.wrapScopes = func(s Scopes) Scopes {
+		return scopeFault{Scopes: s, err: fmt.Errorf("moving pid 1: writing %q: %w", "1", denied)}
+	}
+	h.start()
+	_, p := h.caller()
+	_, err := h.run(h.request("web"), p)
+	r := refusal(t, err, CodeInternal, StateNotAsked)
+	if want := "scope not created: write cgroup.procs: permission denied (EACCES)"; r.Detail != want {
+		t.Errorf("detail = %q, want %q", r.Detail, want)
 	}
 }

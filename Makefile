@@ -24,13 +24,13 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-# marshal-netns starts in C, before the Go runtime (a user namespace needs
+# marshal-confine starts in C, before the Go runtime (a user namespace needs
 # a single-threaded caller), so it is built with cgo, statically.
-NETNS_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static'
+CONFINE_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static'
 
-build: ## build marshald, marshalctl, marshal-netns and marshal-devguard-launch into bin/ (static: a launch starts faster without the dynamic loader)
+build: ## build marshald, marshalctl, marshal-confine and marshal-devguard-launch into bin/ (static: a launch starts faster without the dynamic loader)
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl ./cmd/marshal-devguard-launch
-	CGO_ENABLED=1 $(GO) build $(NETNS_FLAGS) -o $(BIN)/ ./cmd/marshal-netns
+	CGO_ENABLED=1 $(GO) build $(CONFINE_FLAGS) -o $(BIN)/ ./cmd/marshal-confine
 
 # The end-to-end tests against a Kubernetes API server run a real
 # kube-apiserver, built from the k8s.io/kubernetes module pinned in
@@ -134,17 +134,17 @@ INSTALL ?= install
 
 .PHONY: install
 install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build first
-	@for b in marshald marshalctl marshal-netns marshal-devguard-launch; do \
+	@for b in marshald marshalctl marshal-confine marshal-devguard-launch; do \
 		[ -x "$(BIN)/$$b" ] || { echo "$(BIN)/$$b is missing: run 'make build' first" >&2; exit 1; }; \
 	done
 	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)"
-	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(BIN)/marshal-netns" "$(BIN)/marshal-devguard-launch" "$(DESTDIR)$(BINDIR)/"
+	$(INSTALL) -m 0755 "$(BIN)/marshald" "$(BIN)/marshalctl" "$(BIN)/marshal-confine" "$(BIN)/marshal-devguard-launch" "$(DESTDIR)$(BINDIR)/"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/system/marshald.service >"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/user/marshald.service >"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 
 .PHONY: uninstall
 uninstall: ## remove what install put in place (same PREFIX, DESTDIR)
-	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshal-netns" "$(DESTDIR)$(BINDIR)/marshal-devguard-launch" \
+	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshal-confine" "$(DESTDIR)$(BINDIR)/marshal-devguard-launch" \
 		"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" \
 		"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"

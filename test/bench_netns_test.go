@@ -58,7 +58,7 @@ func BenchmarkRunNetns(b *testing.B) {
 	d.write("all.yaml", fmt.Sprintf(benchNetnsManifests, root))
 	d.start("--egress-address", "127.0.0.1:0")
 	d.waitReady("plain", "sandboxed", "offline")
-	if out, err := exec.Command(filepath.Join(bin, "marshal-netns"), "check").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(bin, "marshal-confine"), "check").CombinedOutput(); err != nil {
 		b.Skipf("netns isolation is not available here: %s", out)
 	}
 	run := func(ws string) func() *exec.Cmd {

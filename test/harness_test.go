@@ -63,7 +63,7 @@ func run(m *testing.M) (int, error) {
 	if err := build.Run(); err != nil {
 		return 0, fmt.Errorf("building the binaries: %w", err)
 	}
-	if _, err := testutil.BuildNetns(dir); err != nil {
+	if _, err := testutil.BuildConfine(dir); err != nil {
 		return 0, err
 	}
 	bin = dir

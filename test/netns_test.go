@@ -89,7 +89,7 @@ func newNetnsEnv(t *testing.T, extra ...string) *netnsEnv {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("needs curl")
 	}
-	if out, err := exec.Command(filepath.Join(bin, "marshal-netns"), "check").CombinedOutput(); err != nil {
+	if out, err := exec.Command(filepath.Join(bin, "marshal-confine"), "check").CombinedOutput(); err != nil {
 		t.Skipf("netns isolation is not available here: %s", bytes.TrimSpace(out))
 	}
 	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "hello %s", r.URL.Path) })

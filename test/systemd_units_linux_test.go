@@ -57,7 +57,7 @@ func TestMakeInstall(t *testing.T) {
 			want := map[string]fs.FileMode{
 				tc.bindir + "/marshald":                 0o755,
 				tc.bindir + "/marshalctl":               0o755,
-				tc.bindir + "/marshal-netns":            0o755,
+				tc.bindir + "/marshal-confine":          0o755,
 				tc.bindir + "/marshal-devguard-launch":  0o755,
 				tc.unitdir + "/system/marshald.service": 0o644,
 				tc.unitdir + "/user/marshald.service":   0o644,
@@ -75,7 +75,7 @@ func TestMakeInstall(t *testing.T) {
 					t.Errorf("mode of %s = %v, want %v", file, fi.Mode().Perm(), mode)
 				}
 			}
-			for _, name := range []string{"marshald", "marshalctl", "marshal-netns"} {
+			for _, name := range []string{"marshald", "marshalctl", "marshal-confine"} {
 				if !bytes.Equal(readBytes(t, filepath.Join(bin, name)), readBytes(t, dest+tc.bindir+"/"+name)) {
 					t.Errorf("%s/%s is not the built %s", tc.bindir, name, name)
 				}

@@ -10,6 +10,6 @@
 // does. It lives exactly as long as the agent (UntilExit), so the
 // agent's scope empties when the agent is gone.
 //
-// It is run by marshal-netns, which makes the namespace and the
+// It is run by marshal-confine, which makes the namespace and the
 // listener; it does not make namespaces itself.
 package bridge

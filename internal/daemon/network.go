@@ -30,6 +30,26 @@ import (
 // its profile asks.
 func (d *Daemon) network(w *v1alpha1.Workspace, uid uint32) (launch.Network, error) {
 	prof := d.profile(w.Spec.Profile)
+	n, err := d.networkOnly(w, prof, uid)
+	if err != nil || prof == nil || prof.Spec.Filesystem == nil {
+		return n, err
+	}
+	fs, err := d.filesystem(prof.Spec.Filesystem, w.Spec.Root, uid)
+	if err != nil {
+		return launch.Network{}, fmt.Errorf("profile %s: %w", prof.Metadata.Name, err)
+	}
+	if n.Netns == nil {
+		helper, err := isolation.FindHelper()
+		if err != nil {
+			return launch.Network{}, err
+		}
+		n.Netns = &isolation.Launch{Helper: helper, HostNetwork: true}
+	}
+	n.Netns.Filesystem = fs
+	return n, nil
+}
+
+func (d *Daemon) networkOnly(w *v1alpha1.Workspace, prof *v1alpha1.Profile, uid uint32) (launch.Network, error) {
 	isolated := w.Spec.Network.Policy == v1alpha1.NetworkNone ||
 		prof != nil && prof.Spec.Isolation == v1alpha1.IsolationNetns
 	if !isolated {
@@ -79,11 +99,11 @@ func (d *Daemon) netnsCheck(ctx context.Context) localapi.Check {
 	err := d.netnsAvailable(ctx)
 	if err == nil {
 		c.OK = true
-		c.Detail = "available: marshal-netns makes a user and a network namespace here"
+		c.Detail = "available: marshal-confine makes a user and a network namespace here"
 		return c
 	}
 	c.Detail = err.Error()
-	c.Fix = "install marshal-netns beside marshald; allow user namespaces (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0), and no seccomp policy that forbids them"
+	c.Fix = "install marshal-confine beside marshald; allow user namespaces (sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0), and no seccomp policy that forbids them"
 	if needs := d.netnsNeeded(); needs != "" {
 		c.Detail += "; " + needs + " needs it"
 		return c

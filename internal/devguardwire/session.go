@@ -84,7 +84,7 @@ func errorOf(err error) *wireError {
 	case errors.Is(err, launch.ErrIsolationNotGiven):
 		// Definite: nothing was made, and the attempt is still the
 		// owner's to abandon.
-		return failure(CodeResourcePolicyUnsupported, "the profile's netns isolation is not given to a launch helper")
+		return failure(CodeResourcePolicyUnsupported, "the profile's netns isolation or filesystem confinement is not given to a launch helper")
 	}
 	return failure(CodeResourceControlUnavailable, "resource control is unavailable; the outcome is not known")
 }

@@ -13,7 +13,10 @@ import (
 )
 
 // HelperName is the helper's file name.
-const HelperName = "marshal-netns"
+//
+// It makes the namespaces and confinement a launch needs in the
+// launching process itself, then execs the agent.
+const HelperName = "marshal-confine"
 
 // BridgePort is where the bridge listens inside every namespace: each has
 // a loopback of its own, so one port serves them all, and an agent's
@@ -24,7 +27,7 @@ const BridgePort = 3128
 var BridgeAddress = "127.0.0.1:" + strconv.Itoa(BridgePort)
 
 // FindHelper returns the helper beside the running executable (marshald
-// and marshal-netns are installed together), else the one on PATH.
+// and marshal-confine are installed together), else the one on PATH.
 func FindHelper() (string, error) {
 	if self, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(self), HelperName)
@@ -46,8 +49,16 @@ func executable(p string) bool {
 
 // Launch is what the helper needs to run one execution.
 type Launch struct {
-	// Helper is marshal-netns's path.
+	// Helper is marshal-confine's path.
 	Helper string
+	// HostNetwork keeps the host's network: no network namespace, for a
+	// launch that is confined only in its files.
+	HostNetwork bool
+	// Filesystem, when set, confines the execution's files and local
+	// sockets.
+	Filesystem *Filesystem
+	// ID is the launch's ID, which names its temporary directory.
+	ID string
 	// Socket is the egress proxy's unix socket, which the bridge relays
 	// to; "" for no bridge and no egress at all.
 	Socket string
@@ -62,6 +73,12 @@ type Launch struct {
 func (l Launch) Command(path string, argv []string) (string, []string) {
 	args := make([]string, 0, 9+len(argv))
 	args = append(args, l.Helper, "exec")
+	if l.HostNetwork {
+		args = append(args, "--network", "host")
+	}
+	if fs := l.Filesystem; fs != nil {
+		args = fs.args(args, TmpDir(l.ID))
+	}
 	if l.Socket != "" {
 		args = append(args, "--socket", l.Socket, "--port", strconv.Itoa(BridgePort))
 	}
@@ -93,7 +110,7 @@ const (
 	reasonMaxNetNS      = "network namespaces are disabled (user.max_net_namespaces is 0)"
 	reasonUnprivileged  = "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone is 0)"
 	reasonAppArmor      = "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns is 1)"
-	reasonProbeNoReason = "marshal-netns check failed"
+	reasonProbeNoReason = "marshal-confine check failed"
 )
 
 // Check says, from the kernel's settings alone, whether uid may make the
@@ -105,10 +122,16 @@ func Check(uid uint32) error {
 }
 
 func check(uid uint32, read func(string) ([]byte, error)) error {
+	return checkNamespaces(uid, read, true)
+}
+
+// checkNamespaces is check, of the network namespace too when net is
+// set.
+func checkNamespaces(uid uint32, read func(string) ([]byte, error), net bool) error {
 	if _, err := read(procUserNS); errors.Is(err, os.ErrNotExist) {
 		return unavailable(reasonNoUserNS)
 	}
-	if _, err := read(procNetNS); errors.Is(err, os.ErrNotExist) {
+	if _, err := read(procNetNS); net && errors.Is(err, os.ErrNotExist) {
 		return unavailable(reasonNoNetNS)
 	}
 	setting := func(path string) (int, bool) {
@@ -122,7 +145,7 @@ func check(uid uint32, read func(string) ([]byte, error)) error {
 	if n, ok := setting(sysctlMaxUserNS); ok && n == 0 {
 		return unavailable(reasonMaxUserNS)
 	}
-	if n, ok := setting(sysctlMaxNetNS); ok && n == 0 {
+	if n, ok := setting(sysctlMaxNetNS); net && ok && n == 0 {
 		return unavailable(reasonMaxNetNS)
 	}
 	if uid == 0 {
@@ -154,7 +177,7 @@ func Probe(ctx context.Context, helper string) error {
 	}
 	// ISOLATION_UNSUPPORTED: netns isolation unavailable: REASON
 	line, _, _ := strings.Cut(stderr.String(), "\n")
-	if _, reason, ok := strings.Cut(line, ErrUnavailable.Error()+": "); ok {
+	if _, reason, ok := strings.Cut(line, WhatNetns+" unavailable: "); ok {
 		return unavailable(reason)
 	}
 	return unavailable(reasonProbeNoReason)

@@ -13,11 +13,11 @@ func TestCommandRunsTheAgentThroughTheHelper(t *testing.T) {
 		l    Launch
 		want []string
 	}{
-		{"bridge", Launch{Helper: "/usr/bin/marshal-netns", Socket: "/run/marshal/egress.sock", Attempt: "00ff"},
-			[]string{"/usr/bin/marshal-netns", "exec", "--socket", "/run/marshal/egress.sock", "--port", "3128", "--attempt", "00ff",
+		{"bridge", Launch{Helper: "/usr/bin/marshal-confine", Socket: "/run/marshal/egress.sock", Attempt: "00ff"},
+			[]string{"/usr/bin/marshal-confine", "exec", "--socket", "/run/marshal/egress.sock", "--port", "3128", "--attempt", "00ff",
 				"--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
-		{"no_way_out", Launch{Helper: "/usr/bin/marshal-netns"},
-			[]string{"/usr/bin/marshal-netns", "exec", "--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
+		{"no_way_out", Launch{Helper: "/usr/bin/marshal-confine"},
+			[]string{"/usr/bin/marshal-confine", "exec", "--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, argv := tc.l.Command("/opt/bin/claude", []string{"claude", "--resume"})

@@ -13,7 +13,7 @@ import (
 // Probe says what the real helper says: available here, or the helper's
 // own reason in a user namespace whose limit is 0.
 func TestProbeRunsTheHelper(t *testing.T) {
-	helper, err := testutil.BuildNetns(t.TempDir())
+	helper, err := testutil.BuildConfine(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestProbeRunsTheHelper(t *testing.T) {
 	}
 	// A helper that forbids itself: the user namespace's limit is 0 where
 	// it runs.
-	wrapper := filepath.Join(t.TempDir(), "marshal-netns")
+	wrapper := filepath.Join(t.TempDir(), "marshal-confine")
 	script := "#!/bin/sh\nexec unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"' " + helper + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/isolation"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
@@ -258,6 +260,11 @@ func (l *Launcher) Forget(ctx context.Context, id string) error {
 	l.mu.Unlock()
 	if st == nil {
 		return nil
+	}
+	// The temporary directory a confined launch had, made by the helper
+	// as the launch's user, goes first: a record kept tries again.
+	if err := os.RemoveAll(isolation.TmpDir(id)); err != nil {
+		return fmt.Errorf("launch %s: removing its temporary directory: %w", id, err)
 	}
 	if err := l.store.Delete(ctx, id); err != nil {
 		return fmt.Errorf("launch %s: %w", id, err)

@@ -43,7 +43,7 @@
 // scope are abandoned.
 //
 // Under netns isolation (Options.Network) the plan execs the
-// marshal-netns helper with the command (isolation.Launch.Command), the
+// marshal-confine helper with the command (isolation.Launch.Command), the
 // record says so, and the launch's network namespace is the one its
 // process makes, recorded the first time the egress proxy asks for it
 // (NetNS) and held open until the launch is forgotten.

@@ -42,9 +42,9 @@ var (
 	// of the attempt is known: it made no scope, or ended.
 	ErrUnknownLaunch = errors.New("launch: launch not known")
 	// ErrIsolationNotGiven is the cause of the refusal of a launch
-	// helper's launch under a profile with netns isolation, which the
-	// helper does not give.
-	ErrIsolationNotGiven = errors.New("launch: netns isolation is not given to a launch helper's program")
+	// helper's launch under a profile with netns isolation or filesystem
+	// rules, which the helper does not give.
+	ErrIsolationNotGiven = errors.New("launch: netns isolation and filesystem confinement are not given to a launch helper's program")
 	// ErrNoEgressProxy is what Options.Network returns, and the cause of
 	// the refusal, when a profile's egress proxy cannot be offered: the
 	// proxy does not listen where the launch would reach it.

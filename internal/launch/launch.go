@@ -401,6 +401,7 @@ func (lc *launching) authorize(ctx context.Context, sc cgroup.Scope, applied cgr
 	if n := pe.net.Netns; n != nil {
 		netns := *n
 		netns.Attempt = pe.attempt
+		netns.ID = pe.id
 		path, argv = netns.Command(path, argv)
 	}
 	return Plan{

@@ -625,7 +625,7 @@ func TestNetnsPlanRunsTheHelper(t *testing.T) {
 	h := newHarness(t)
 	h.workspace("web", v1alpha1.ParticipationRequired, 2)
 	h.network = func(*v1alpha1.Workspace, uint32) (Network, error) {
-		return Network{Netns: &isolation.Launch{Helper: "/opt/marshal-netns", Socket: "/run/egress.sock"}}, nil
+		return Network{Netns: &isolation.Launch{Helper: "/opt/marshal-confine", Socket: "/run/egress.sock"}}, nil
 	}
 	h.start()
 	_, p := h.caller()
@@ -634,9 +634,9 @@ func TestNetnsPlanRunsTheHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := "/usr/bin/true" // PATH=/usr/bin:/bin
-	want := []string{"/opt/marshal-netns", "exec", "--socket", "/run/egress.sock", "--port", "3128", "--attempt", plan.Attempt,
+	want := []string{"/opt/marshal-confine", "exec", "--socket", "/run/egress.sock", "--port", "3128", "--attempt", plan.Attempt,
 		"--argv0", "true", "--", agent}
-	if plan.Path != "/opt/marshal-netns" || plan.Attempt == "" || !slices.Equal(plan.Argv, want) {
+	if plan.Path != "/opt/marshal-confine" || plan.Attempt == "" || !slices.Equal(plan.Argv, want) {
 		t.Errorf("plan %s %q, want %q", plan.Path, plan.Argv, want)
 	}
 	if !slices.Contains(plan.Env, EnvIsolation+"=netns") {

@@ -512,7 +512,7 @@ func (l *Launcher) networkOf(w *v1alpha1.Workspace, uid uint32) (Network, *Refus
 		detail := detailIsolation
 		var ue *isolation.UnavailableError
 		if errors.As(err, &ue) {
-			detail += ": " + ue.Reason
+			detail = ue.Error()
 		}
 		return Network{}, &Refusal{Code: CodeIsolationUnsupported, Detail: detail, State: StateNotAsked, cause: err}
 	case errors.Is(err, ErrNoEgressProxy):

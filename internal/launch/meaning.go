@@ -30,9 +30,10 @@ type Network struct {
 	// Env is the environment the profile's egress gives every execution
 	// over the workspace's exec.env: the egress proxy's variables.
 	Env map[string]string
-	// Netns, when set, runs the execution under netns isolation, through
-	// this helper and, when its Socket is set, a bridge to the egress
-	// proxy. Its Attempt is the launch's own.
+	// Netns, when set, runs the execution through this helper: under
+	// netns isolation unless HostNetwork, with a bridge to the egress
+	// proxy when its Socket is set, and confined in its files when its
+	// Filesystem is set. Its Attempt and ID are the launch's own.
 	Netns *isolation.Launch
 }
 
@@ -129,7 +130,7 @@ func resolve(w *v1alpha1.Workspace, req Request, net Network) (Execution, *Refus
 	}
 	maps.Copy(x.Changes, net.Env)
 	x.Isolation = v1alpha1.IsolationCgroup
-	if net.Netns != nil {
+	if net.Netns != nil && !net.Netns.HostNetwork {
 		x.Isolation = v1alpha1.IsolationNetns
 	}
 	x.Changes[EnvIsolation] = string(x.Isolation)

@@ -14,7 +14,7 @@ participates, creates the launch's scope and moves marshalctl itself into
 it. Only then does marshalctl exec ARGV, in the workspace root, with its
 environment and the workspace's exec.env, MARSHAL_WORKSPACE,
 MARSHAL_PROFILE, MARSHAL_NETWORK and MARSHAL_ISOLATION (under netns
-isolation it execs marshal-netns, which makes the agent's network
+isolation it execs marshal-confine, which makes the agent's network
 namespace and the bridge to the egress proxy, then execs ARGV in its
 place), and the proxy variables of the profile's egress: the agent is
 inside its scope from

@@ -1,10 +1,10 @@
 //go:build linux && cgo
 
-// What marshal-netns does before the Go runtime starts, while the process
+// What marshal-confine does before the Go runtime starts, while the process
 // is still single-threaded: unshare(CLONE_NEWUSER) refuses a caller with
 // more than one thread, and the Go runtime starts several before main.
 //
-// "marshal-netns exec" is the launching process itself, already in its
+// "marshal-confine exec" is the launching process itself, already in its
 // scope: it makes its user and network namespaces, brings up loopback,
 // listens on the bridge's address, starts the bridge (a grandchild, in the
 // same scope and namespaces, reparented away from the agent) and execs
@@ -14,7 +14,7 @@
 // once a first connection arrives: an agent that never uses the network
 // costs one sleeping process.
 //
-// "marshal-netns check" makes the same namespaces and exits: whether netns
+// "marshal-confine check" makes the same namespaces and exits: whether netns
 // isolation is available to this user here.
 
 #define _GNU_SOURCE
@@ -38,6 +38,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "confine.h"
+
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -46,19 +48,17 @@
 #endif
 
 // What the Go side of the bridge reads; set in the bridge process only.
-int marshal_netns_bridge;
-int marshal_netns_listen_fd = -1;
-int marshal_netns_agent_fd = -1;
-const char *marshal_netns_socket;
+int marshal_confine_bridge;
+int marshal_confine_listen_fd = -1;
+int marshal_confine_agent_fd = -1;
+const char *marshal_confine_socket;
 
-// Exit statuses, as marshalctl run's: 78 ISOLATION_UNSUPPORTED
-// (EX_CONFIG), 70 INTERNAL (EX_SOFTWARE), 2 a usage error.
-enum { EXIT_UNSUPPORTED = 78, EXIT_INTERNAL = 70, EXIT_USAGE = 2 };
 
 // The bridge's fds, as the Go side finds them.
 enum { BRIDGE_LISTEN_FD = 3, BRIDGE_AGENT_FD = 4 };
 
 struct options {
+	int host_network;     // --network host: no network namespace
 	const char *socket;   // the egress proxy's unix socket; NULL: no bridge
 	int port;             // the bridge's port on 127.0.0.1
 	const char *attempt;  // for a refusal's second line
@@ -76,7 +76,7 @@ static int nargs;
 
 // refuse prints a refusal as marshalctl run prints one and exits: the
 // agent was not started.
-static void refuse(int status, const char *code, const char *detail)
+void refuse(int status, const char *code, const char *detail)
 {
 	const char *attempt = opts.attempt && *opts.attempt ? opts.attempt : NULL;
 	if (opts.json) {
@@ -101,20 +101,25 @@ static void refuse(int status, const char *code, const char *detail)
 	_exit(status);
 }
 
-// unsupported refuses the launch: netns isolation could not be had, for
-// the reason what names, with errno err.
-static void unsupported(const char *what, int err)
+// confining names what is being made, for a refusal: netns isolation,
+// or filesystem confinement.
+const char *confining = "netns isolation";
+
+// unsupported refuses the launch: the isolation being made (confining)
+// could not be had, for the reason what names, with errno err.
+void unsupported(const char *what, int err)
 {
-	char detail[256];
-	snprintf(detail, sizeof detail, "netns isolation unavailable: %s (errno %d)", what, err);
+	char detail[512];
+	snprintf(detail, sizeof detail, "%s unavailable: %s (errno %d)", confining, what, err);
 	refuse(EXIT_UNSUPPORTED, "ISOLATION_UNSUPPORTED", detail);
 }
 
-static void usage(const char *msg)
+void usage(const char *msg)
 {
-	fprintf(stderr, "marshal-netns: %s\n"
-		"usage: marshal-netns exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]\n"
-		"       marshal-netns check\n", msg);
+	fprintf(stderr, "marshal-confine: %s\n"
+		"usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]\n"
+		"                            [--fs-default read|none] [--fs none|read|write:PATH]... [--tmp PATH] -- PROGRAM [ARG...]\n"
+		"       marshal-confine check [--fs]\n", msg);
 	_exit(EXIT_USAGE);
 }
 
@@ -130,7 +135,13 @@ static void parse(int argc, char **argv)
 		if (i + 1 >= argc)
 			usage("a flag needs a value, and the program follows --");
 		const char *v = argv[++i];
-		if (strcmp(a, "--socket") == 0) {
+		if (fs_flag(a, v)) {
+			continue;
+		} else if (strcmp(a, "--network") == 0) {
+			if (strcmp(v, "host") != 0 && strcmp(v, "none") != 0)
+				usage("--network is host or none");
+			opts.host_network = strcmp(v, "host") == 0;
+		} else if (strcmp(a, "--socket") == 0) {
 			if (*v != '/')
 				usage("--socket needs an absolute path");
 			opts.socket = v;
@@ -158,7 +169,7 @@ static void parse(int argc, char **argv)
 }
 
 // write_file writes s to path at once, as /proc's id map files need.
-static int write_file(const char *path, const char *s)
+int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -179,10 +190,10 @@ static int write_file(const char *path, const char *s)
 // unprivileged gid map needs it). The process holds every capability in
 // its new user namespace until it execs the agent, which, not being
 // root, then holds none.
-static void unshare_as_user(uid_t uid, gid_t gid)
+static void unshare_as_user(uid_t uid, gid_t gid, int flags)
 {
 	char map[64];
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+	if (unshare(CLONE_NEWUSER | flags) != 0) {
 		int err = errno;
 		switch (err) {
 		case EPERM:
@@ -190,9 +201,9 @@ static void unshare_as_user(uid_t uid, gid_t gid)
 		case ENOSPC:
 			unsupported("the user namespace limit is reached (user.max_user_namespaces)", err);
 		case EINVAL:
-			unsupported("this kernel does not support user and network namespaces", err);
+			unsupported("this kernel does not support the namespaces needed", err);
 		default:
-			unsupported("user and network namespaces could not be made", err);
+			unsupported("the user namespace could not be made", err);
 		}
 	}
 	if (write_file("/proc/self/setgroups", "deny\n") != 0 && errno != ENOENT)
@@ -211,7 +222,7 @@ static void unshare_as_user(uid_t uid, gid_t gid)
 // host's network namespace. A full map needs CAP_SETUID in the parent
 // user namespace, which this process gives up by unsharing, so a child
 // left behind there writes it.
-static void unshare_as_root(void)
+static void unshare_as_root(int flags)
 {
 	int sync[2];
 	if (pipe2(sync, O_CLOEXEC) != 0)
@@ -234,7 +245,7 @@ static void unshare_as_root(void)
 		_exit(0);
 	}
 	close(sync[0]);
-	int rc = unshare(CLONE_NEWUSER | CLONE_NEWNET);
+	int rc = unshare(CLONE_NEWUSER | flags);
 	int err = errno;
 	if (rc == 0 && write(sync[1], "x", 1) != 1)
 		err = errno, rc = -1;
@@ -246,8 +257,8 @@ static void unshare_as_root(void)
 		if (err == ENOSPC)
 			unsupported("the user namespace limit is reached (user.max_user_namespaces)", err);
 		if (err == EINVAL)
-			unsupported("this kernel does not support user and network namespaces", err);
-		unsupported("user and network namespaces could not be made (a seccomp policy may forbid them)", err);
+			unsupported("this kernel does not support the namespaces needed", err);
+		unsupported("the user namespace could not be made (a seccomp policy may forbid it)", err);
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		unsupported("the id maps of the user namespace could not be written", WIFEXITED(status) ? WEXITSTATUS(status) : EIO);
@@ -271,15 +282,22 @@ static void loopback_up(void)
 	close(s);
 }
 
-// isolate makes the namespaces and brings up loopback.
-static void isolate(void)
+// unshare_user makes a user namespace with the namespaces flags names,
+// this process's ids mapped to themselves.
+void unshare_user(int flags)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	if (uid == 0)
-		unshare_as_root();
+		unshare_as_root(flags);
 	else
-		unshare_as_user(uid, gid);
+		unshare_as_user(uid, gid, flags);
+}
+
+// isolate makes the namespaces and brings up loopback.
+static void isolate(void)
+{
+	unshare_user(CLONE_NEWNET);
 	loopback_up();
 }
 
@@ -325,7 +343,7 @@ static void wait_for_work(void)
 // first.
 static void rename_bridge(void)
 {
-	static const char name[] = "marshal-netns bridge";
+	static const char name[] = "marshal-confine bridge";
 	opts.socket = strdup(opts.socket);
 	if (opts.socket == NULL)
 		_exit(1);
@@ -389,10 +407,10 @@ static void ready_bridge(void)
 static void become_bridge(void)
 {
 	wait_for_work();
-	marshal_netns_bridge = 1;
-	marshal_netns_listen_fd = BRIDGE_LISTEN_FD;
-	marshal_netns_agent_fd = BRIDGE_AGENT_FD;
-	marshal_netns_socket = opts.socket;
+	marshal_confine_bridge = 1;
+	marshal_confine_listen_fd = BRIDGE_LISTEN_FD;
+	marshal_confine_agent_fd = BRIDGE_AGENT_FD;
+	marshal_confine_socket = opts.socket;
 }
 
 // start_bridge starts the bridge as a grandchild, so that it is no child
@@ -441,7 +459,7 @@ static void exec_agent(void)
 	refuse(EXIT_INTERNAL, "INTERNAL", detail);
 }
 
-__attribute__((constructor)) static void marshal_netns_init(int argc, char **argv, char **envp)
+__attribute__((constructor)) static void marshal_confine_init(int argc, char **argv, char **envp)
 {
 	(void)envp;
 	if (argc < 2)
@@ -449,6 +467,11 @@ __attribute__((constructor)) static void marshal_netns_init(int argc, char **arg
 	args = argv;
 	nargs = argc;
 	if (strcmp(argv[1], "check") == 0) {
+		if (argc > 2 && strcmp(argv[2], "--fs") == 0) {
+			confining = "filesystem confinement";
+			fs_check();
+			_exit(0);
+		}
 		isolate();
 		close(listen_bridge(opts.port));
 		_exit(0);
@@ -456,10 +479,18 @@ __attribute__((constructor)) static void marshal_netns_init(int argc, char **arg
 	if (strcmp(argv[1], "exec") != 0)
 		return;
 	parse(argc, argv);
-	isolate();
-	if (opts.socket) {
-		if (start_bridge(listen_bridge(opts.port)))
-			return; // the bridge: the Go runtime takes over
+	if (opts.host_network && opts.socket)
+		usage("--socket needs --network none");
+	if (fs_enabled())
+		fs_prepare();
+	if (!opts.host_network) {
+		isolate();
+		if (opts.socket) {
+			if (start_bridge(listen_bridge(opts.port)))
+				return; // the bridge: the Go runtime takes over
+		}
 	}
+	if (fs_enabled())
+		fs_apply(!opts.host_network);
 	exec_agent();
 }

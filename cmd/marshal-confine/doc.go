@@ -1,11 +1,11 @@
-// Command marshal-netns runs a netns agent: the launching process, in its
+// Command marshal-confine runs a netns agent: the launching process, in its
 // scope, execs it in place of the agent, and it makes a user and a
 // network namespace that has only loopback, starts the bridge to the
 // egress proxy's unix socket inside them, and execs the agent (see
-// nsexec.c). The same binary is the bridge (package bridge).
+// confine.c). The same binary is the bridge (package bridge).
 //
-//	marshal-netns exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
-//	marshal-netns check
+//	marshal-confine exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
+//	marshal-confine check
 //
 // Without --socket there is no bridge and no way out at all. check makes
 // the namespaces and exits 0 when netns isolation is available to the

@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(agentEnv) != "" {
 		os.Exit(agent())
 	}
+	if os.Getenv(fsAgentEnv) != "" {
+		os.Exit(fsAgent())
+	}
 	code := m.Run()
 	if fix.dir != "" {
 		os.RemoveAll(fix.dir)
@@ -182,7 +185,7 @@ func setup(t testing.TB) fixture {
 		}
 		os.Chmod(dir, 0o755)
 		fix.dir = dir
-		if fix.helper, fixErr = testutil.BuildNetns(dir); fixErr != nil {
+		if fix.helper, fixErr = testutil.BuildConfine(dir); fixErr != nil {
 			return
 		}
 		self, err := os.Executable()

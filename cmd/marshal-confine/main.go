@@ -3,10 +3,10 @@
 package main
 
 /*
-extern int marshal_netns_bridge;
-extern int marshal_netns_listen_fd;
-extern int marshal_netns_agent_fd;
-extern const char *marshal_netns_socket;
+extern int marshal_confine_bridge;
+extern int marshal_confine_listen_fd;
+extern int marshal_confine_agent_fd;
+extern const char *marshal_confine_socket;
 */
 import "C"
 
@@ -20,18 +20,19 @@ import (
 )
 
 func main() {
-	if C.marshal_netns_bridge == 0 {
+	if C.marshal_confine_bridge == 0 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
 	}
 	// The bridge's standard streams are /dev/null: nothing is said.
-	if err := serve(C.GoString(C.marshal_netns_socket), int(C.marshal_netns_listen_fd), int(C.marshal_netns_agent_fd)); err != nil {
+	if err := serve(C.GoString(C.marshal_confine_socket), int(C.marshal_confine_listen_fd), int(C.marshal_confine_agent_fd)); err != nil {
 		os.Exit(1)
 	}
 }
 
-const usage = `usage: marshal-netns exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
-       marshal-netns check`
+const usage = `usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]
+                            [--fs-default read|none] [--fs none|read|write:PATH]... [--tmp PATH] -- PROGRAM [ARG...]
+       marshal-confine check [--fs]`
 
 // serve relays the listener's connections to socket until the agent
 // exits.

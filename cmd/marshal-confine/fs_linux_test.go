@@ -1,0 +1,351 @@
+//go:build linux && cgo
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// fsAgentEnv makes the test binary the agent of the filesystem tests: it
+// tries what its probe (fsProbeEnv, JSON) names and prints, per try, ""
+// when it succeeded or the error.
+const (
+	fsAgentEnv = "MARSHAL_CONFINE_TEST_FS"
+	fsProbeEnv = "MARSHAL_CONFINE_TEST_PROBE"
+)
+
+// probe is what the filesystem agent is told.
+type probe struct {
+	Home, WS   string
+	Socket     string // a listening unix socket under a none path
+	Abstract   string // a listening abstract unix socket outside the agent
+	OutsidePID int    // a process outside the agent's tree
+}
+
+func fsAgent() int {
+	var p probe
+	if err := json.Unmarshal([]byte(os.Getenv(fsProbeEnv)), &p); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	res := map[string]string{}
+	try := func(name string, err error) {
+		res[name] = ""
+		if err != nil {
+			res[name] = err.Error()
+		}
+	}
+	write := func(path string) error { return os.WriteFile(path, []byte("x"), 0o644) }
+	// A hidden file reads as empty to root (whose capabilities pass its
+	// mode), and refuses everyone else: a read found nothing unless it
+	// found content.
+	read := func(path string) error {
+		data, err := os.ReadFile(path)
+		if err == nil && len(data) == 0 {
+			return errors.New("empty")
+		}
+		return err
+	}
+	run := func(name string, args ...string) error {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = p.WS
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	try("write_workspace_root", write(filepath.Join(p.WS, "new-file")))
+	try("write_workspace_deep", write(filepath.Join(p.WS, "src", "main.go")))
+	try("write_tmp", write(filepath.Join(os.Getenv("TMPDIR"), "scratch")))
+	try("write_home", write(filepath.Join(p.Home, "planted")))
+	try("write_etc", write("/etc/marshal-confine-test"))
+	try("read_home", read(filepath.Join(p.Home, "notes.txt")))
+	try("read_ssh", read(filepath.Join(p.Home, ".ssh", "id_ed25519")))
+	try("list_ssh", func() error { _, err := os.ReadDir(filepath.Join(p.Home, ".ssh")); return err }())
+	try("read_aws", read(filepath.Join(p.Home, ".aws", "credentials")))
+	try("read_secret_file", read(filepath.Join(p.Home, ".netrc")))
+	// A grandchild: the rules hold for the whole tree.
+	try("grandchild_read_ssh", run("sh", "-c", `sh -c 'cat "$1"' _ "$1"`, "_", filepath.Join(p.Home, ".ssh", "id_ed25519")))
+	try("write_hooks", write(filepath.Join(p.WS, ".git", "hooks", "pre-commit")))
+	try("write_git_config", run("git", "config", "core.hooksPath", "/tmp"))
+	try("git_commit", run("git", "-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "confined"))
+	try("connect_socket", func() error {
+		c, err := net.Dial("unix", p.Socket)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}())
+	try("connect_abstract", func() error {
+		c, err := net.Dial("unix", "@"+p.Abstract)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}())
+	try("signal_outside", unix.Kill(p.OutsidePID, 0))
+	try("umount", unix.Unmount(filepath.Join(p.Home, ".ssh"), unix.MNT_DETACH))
+	try("unshare_and_umount", run("unshare", "-Urm", "sh", "-c", `umount -l "$1" && cat "$1/id_ed25519"`, "_", filepath.Join(p.Home, ".ssh")))
+	try("mount_over", unix.Mount("none", p.WS, "tmpfs", 0, ""))
+	try("tiocsti", func() error {
+		c := byte('x')
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}())
+	nnp, _ := os.ReadFile("/proc/self/status")
+	res["no_new_privs"] = "0"
+	if bytes.Contains(nnp, []byte("NoNewPrivs:\t1")) {
+		res["no_new_privs"] = "1"
+	}
+	json.NewEncoder(os.Stdout).Encode(res)
+	return 0
+}
+
+// fsFixture is a fake home and a workspace, a git repository, where the
+// user the test runs the agent as may write, so that only confinement
+// refuses.
+type fsFixture struct {
+	base, home, ws, tmp string
+	socket              string
+	abstract            string
+}
+
+func newFSFixture(t *testing.T, f fixture) fsFixture {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git")
+	}
+	base, err := os.MkdirTemp(f.dir, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	x := fsFixture{base: base, home: filepath.Join(base, "home"), ws: filepath.Join(base, "home", "src", "app")}
+	x.tmp = filepath.Join(base, "launch-tmp")
+	for path, data := range map[string]string{
+		"home/notes.txt":            "notes",
+		"home/.ssh/id_ed25519":      "PRIVATE KEY",
+		"home/.aws/credentials":     "aws_secret_access_key = x",
+		"home/.netrc":               "machine github.com password x",
+		"home/src/app/src/main.go":  "package main",
+		"home/src/app/README":       "app",
+		"home/src/app/.placeholder": "",
+	} {
+		p := filepath.Join(base, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = x.ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "first")
+	if err := os.WriteFile(filepath.Join(x.ws, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\nexit 0\n"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// An agent socket under a none path, as ssh-agent's would be.
+	x.socket = filepath.Join(x.home, ".ssh", "agent.sock")
+	ln, err := net.Listen("unix", x.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	x.abstract = fmt.Sprintf("marshal-confine-test-%d-%d", os.Getpid(), sockets.Add(1))
+	aln, err := net.Listen("unix", "@"+x.abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { aln.Close() })
+	// Everything is every user's, as a home is its user's: only the
+	// confinement refuses.
+	if err := exec.Command("chmod", "-R", "a+rwX", base).Run(); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(base, 0o777|os.ModeSticky)
+	return x
+}
+
+// rules are the arguments a launch under the default rules gets, as
+// marshald expands them.
+func (x fsFixture) rules() []string {
+	args := []string{"--fs-default", "read", "--tmp", x.tmp}
+	for _, r := range []string{
+		"write:" + x.ws, "write:" + x.tmp, "write:/dev/null", "write:/dev/tty",
+		"none:" + x.home + "/.ssh", "none:" + x.home + "/.aws", "none:" + x.home + "/.netrc",
+		"read:" + x.ws + "/.git/hooks", "read:" + x.ws + "/.git/config",
+	} {
+		args = append(args, "--fs", r)
+	}
+	return args
+}
+
+// runFSAgent runs the filesystem agent through the helper with args, as
+// the user cred names (nil: this process's), and returns what it found.
+func runFSAgent(t *testing.T, f fixture, x fsFixture, cred *unix.Ucred, env []string, args ...string) (map[string]string, error) {
+	t.Helper()
+	argv := append(append([]string{"exec"}, args...), "--", f.agent)
+	cmd := exec.Command(f.helper, argv...)
+	if cred != nil {
+		cmd = exec.Command("setpriv", append([]string{
+			"--reuid=" + strconv.Itoa(int(cred.Uid)), "--regid=" + strconv.Itoa(int(cred.Gid)), "--clear-groups", f.helper,
+		}, argv...)...)
+	}
+	p, _ := json.Marshal(probe{Home: x.home, WS: x.ws, Socket: x.socket, Abstract: x.abstract, OutsidePID: os.Getpid()})
+	cmd.Env = append(os.Environ(), append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)
+	cmd.Dir = x.ws
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.Bytes())
+	}
+	var res map[string]string
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("the agent said %q: %v", out, err)
+	}
+	return res, nil
+}
+
+func users(t *testing.T) []struct {
+	name string
+	cred *unix.Ucred
+} {
+	us := []struct {
+		name string
+		cred *unix.Ucred
+	}{{name: "self"}}
+	if os.Geteuid() == 0 {
+		us = append(us, struct {
+			name string
+			cred *unix.Ucred
+		}{"nobody", &unix.Ucred{Uid: 65534, Gid: 65534}})
+	}
+	return us
+}
+
+func fsSetup(t *testing.T) fixture {
+	f := setup(t)
+	if out, err := exec.Command(f.helper, "check", "--fs").CombinedOutput(); err != nil {
+		t.Skipf("filesystem confinement is not available here: %s", bytes.TrimSpace(out))
+	}
+	return f
+}
+
+// The default rules, as root and as an ordinary user: the workspace and
+// {tmp} writable, nothing else; credential stores unreadable, also by a
+// grandchild; .git/hooks and .git/config unchanged while git commit
+// works; a socket under a none path and an abstract socket outside
+// unreachable; signals outside refused; every way to undo it refused.
+// With and without a network namespace.
+func TestConfinementHolds(t *testing.T) {
+	f := fsSetup(t)
+	for _, u := range users(t) {
+		for _, network := range []string{"host", "none"} {
+			t.Run(u.name+"_network_"+network, func(t *testing.T) {
+				x := newFSFixture(t, f)
+				hook, _ := os.ReadFile(filepath.Join(x.ws, ".git", "hooks", "pre-commit"))
+				config, _ := os.ReadFile(filepath.Join(x.ws, ".git", "config"))
+				res, err := runFSAgent(t, f, x, u.cred, nil, append([]string{"--network", network}, x.rules()...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ok := range []string{"write_workspace_root", "write_workspace_deep", "write_tmp", "read_home", "git_commit"} {
+					if res[ok] != "" {
+						t.Errorf("%s: %s, want it to succeed", ok, res[ok])
+					}
+				}
+				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file",
+					"grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_abstract",
+					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
+					if res[refused] == "" {
+						t.Errorf("%s succeeded, want it refused", refused)
+					}
+				}
+				if u.cred != nil && res["list_ssh"] == "" {
+					t.Errorf("list_ssh succeeded for an ordinary user, want it refused")
+				}
+				if !strings.Contains(res["tiocsti"], "operation not permitted") {
+					t.Errorf("tiocsti: %s, want refused by the filter (EPERM)", res["tiocsti"])
+				}
+				if res["no_new_privs"] != "1" {
+					t.Errorf("no_new_privs = %s, want 1: a setuid program could gain privileges", res["no_new_privs"])
+				}
+				if got, _ := os.ReadFile(filepath.Join(x.ws, ".git", "hooks", "pre-commit")); !bytes.Equal(got, hook) {
+					t.Errorf(".git/hooks/pre-commit changed: %q", got)
+				}
+				if got, _ := os.ReadFile(filepath.Join(x.ws, ".git", "config")); !bytes.Equal(got, config) {
+					t.Errorf(".git/config changed: %q", got)
+				}
+				if _, err := os.Stat(filepath.Join(x.home, "planted")); err == nil {
+					t.Errorf("a file was planted in the home")
+				}
+				if _, err := os.Stat(filepath.Join(x.ws, "new-file")); err != nil {
+					t.Errorf("the workspace's new file is not on the host: %v", err)
+				}
+				// Nothing leaked to the host: the mounts were the agent's.
+				if data, _ := os.ReadFile("/proc/self/mountinfo"); bytes.Contains(data, []byte(x.home)) {
+					t.Errorf("a mount under the fake home is in the host's namespace")
+				}
+			})
+		}
+	}
+}
+
+// A launch without filesystem flags is unchanged: it writes where its
+// user may.
+func TestNoRulesNoConfinement(t *testing.T) {
+	f := fsSetup(t)
+	x := newFSFixture(t, f)
+	res, err := runFSAgent(t, f, x, nil, nil, "--network", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket"} {
+		if res[ok] != "" {
+			t.Errorf("%s: %s, want it to succeed without rules", ok, res[ok])
+		}
+	}
+}
+
+// A host whose Landlock is older than confinement needs (simulated by
+// the setting) refuses before the agent starts, naming what is missing.
+func TestOldLandlockRefuses(t *testing.T) {
+	f := fsSetup(t)
+	x := newFSFixture(t, f)
+	_, err := runFSAgent(t, f, x, nil, []string{"MARSHAL_LANDLOCK_ABI_MAX=1"}, append([]string{"--network", "host", "--attempt", "00ff"}, x.rules()...)...)
+	var ee *exec.ExitError
+	if err == nil || !errors.As(err, &ee) || ee.ExitCode() != 78 {
+		t.Fatalf("err = %v, want exit status 78", err)
+	}
+	want := "ISOLATION_UNSUPPORTED: filesystem confinement unavailable: Landlock ABI 2 or later is needed, this host gives 1"
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing was started") {
+		t.Errorf("refusal %q, want %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(x.ws, "new-file")); err == nil {
+		t.Errorf("the agent ran")
+	}
+}

@@ -130,10 +130,13 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 SYSTEMD_SYSTEM_UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMD_USER_UNITDIR   ?= $(PREFIX)/lib/systemd/user
+# The AppArmor profile that lets marshal-confine make user namespaces
+# where AppArmor restricts them (Ubuntu 24.04); APPARMOR_DIR= skips it.
+APPARMOR_DIR ?= /etc/apparmor.d
 INSTALL ?= install
 
 .PHONY: install
-install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build first
+install: ## install bin/, the systemd units and marshal-confine's AppArmor profile (PREFIX, DESTDIR, APPARMOR_DIR); run make build first
 	@for b in marshald marshalctl marshal-confine marshal-devguard-launch; do \
 		[ -x "$(BIN)/$$b" ] || { echo "$(BIN)/$$b is missing: run 'make build' first" >&2; exit 1; }; \
 	done
@@ -142,9 +145,16 @@ install: ## install bin/ and the systemd units (PREFIX, DESTDIR); run make build
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/system/marshald.service >"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service"
 	sed 's|@BINDIR@|$(BINDIR)|g' dist/systemd/user/marshald.service >"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" "$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
+	@if [ -n "$(APPARMOR_DIR)" ]; then \
+		$(INSTALL) -d "$(DESTDIR)$(APPARMOR_DIR)" && \
+		sed 's|@BINDIR@|$(BINDIR)|g' dist/apparmor/marshal-confine >"$(DESTDIR)$(APPARMOR_DIR)/marshal-confine" && \
+		chmod 0644 "$(DESTDIR)$(APPARMOR_DIR)/marshal-confine" && \
+		echo "installed $(DESTDIR)$(APPARMOR_DIR)/marshal-confine (load it: apparmor_parser -r $(APPARMOR_DIR)/marshal-confine)"; \
+	fi
 
 .PHONY: uninstall
 uninstall: ## remove what install put in place (same PREFIX, DESTDIR)
 	rm -f "$(DESTDIR)$(BINDIR)/marshald" "$(DESTDIR)$(BINDIR)/marshalctl" "$(DESTDIR)$(BINDIR)/marshal-confine" "$(DESTDIR)$(BINDIR)/marshal-devguard-launch" \
 		"$(DESTDIR)$(SYSTEMD_SYSTEM_UNITDIR)/marshald.service" \
 		"$(DESTDIR)$(SYSTEMD_USER_UNITDIR)/marshald.service"
+	@if [ -n "$(APPARMOR_DIR)" ]; then rm -f "$(DESTDIR)$(APPARMOR_DIR)/marshal-confine"; fi

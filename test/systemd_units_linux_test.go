@@ -43,10 +43,15 @@ func TestMakeInstall(t *testing.T) {
 		vars    []string // besides DESTDIR and BIN
 		bindir  string   // where ExecStart must point: no DESTDIR in it
 		unitdir string   // the parent of system/ and user/
+		// apparmor is where marshal-confine's AppArmor profile goes; ""
+		// for none.
+		apparmor string
 	}{
-		{name: "prefix_usr", vars: []string{"PREFIX=/usr"}, bindir: "/usr/bin", unitdir: "/usr/lib/systemd"},
-		{name: "default_prefix", bindir: "/usr/local/bin", unitdir: "/usr/local/lib/systemd"},
-		{name: "bindir_apart", vars: []string{"PREFIX=/opt/marshal", "BINDIR=/opt/marshal/sbin"}, bindir: "/opt/marshal/sbin", unitdir: "/opt/marshal/lib/systemd"},
+		{name: "prefix_usr", vars: []string{"PREFIX=/usr"}, bindir: "/usr/bin", unitdir: "/usr/lib/systemd", apparmor: "/etc/apparmor.d"},
+		{name: "default_prefix", bindir: "/usr/local/bin", unitdir: "/usr/local/lib/systemd", apparmor: "/etc/apparmor.d"},
+		{name: "bindir_apart", vars: []string{"PREFIX=/opt/marshal", "BINDIR=/opt/marshal/sbin", "APPARMOR_DIR=/opt/marshal/apparmor"},
+			bindir: "/opt/marshal/sbin", unitdir: "/opt/marshal/lib/systemd", apparmor: "/opt/marshal/apparmor"},
+		{name: "no_apparmor", vars: []string{"APPARMOR_DIR="}, bindir: "/usr/local/bin", unitdir: "/usr/local/lib/systemd"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +66,9 @@ func TestMakeInstall(t *testing.T) {
 				tc.bindir + "/marshal-devguard-launch":  0o755,
 				tc.unitdir + "/system/marshald.service": 0o644,
 				tc.unitdir + "/user/marshald.service":   0o644,
+			}
+			if tc.apparmor != "" {
+				want[tc.apparmor+"/marshal-confine"] = 0o644
 			}
 			got := filesBelow(t, dest)
 			if !slices.Equal(got, slices.Sorted(maps.Keys(want))) {
@@ -95,6 +103,13 @@ func TestMakeInstall(t *testing.T) {
 				}
 				if argv0 := strings.Fields(execStart[0])[0]; argv0 != tc.bindir+"/marshald" {
 					t.Errorf("%s unit: ExecStart runs %s, want the installed %s/marshald", kind, argv0, tc.bindir)
+				}
+			}
+
+			if tc.apparmor != "" {
+				profile := string(readBytes(t, dest+tc.apparmor+"/marshal-confine"))
+				if !strings.Contains(profile, "profile marshal-confine "+tc.bindir+"/marshal-confine ") || !strings.Contains(profile, "  userns,\n") {
+					t.Errorf("the installed AppArmor profile does not allow %s/marshal-confine its user namespaces:\n%s", tc.bindir, profile)
 				}
 			}
 

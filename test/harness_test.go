@@ -84,6 +84,8 @@ type daemon struct {
 	waitErr error
 	// egressDefault leaves marshald its default egress address.
 	egressDefault bool
+	// env is added to marshald's environment.
+	env []string
 	// spawn, when set, starts marshald's process instead of its Start:
 	// in a network namespace of the test's, for one.
 	spawn func(start func() error) error
@@ -155,6 +157,9 @@ func (d *daemon) start(extra ...string) {
 	d.log = &syncBuffer{wake: make(chan struct{}, 1)}
 	d.cmd = exec.Command(filepath.Join(bin, "marshald"), d.args(extra...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if d.env != nil {
+		d.cmd.Env = append(os.Environ(), d.env...)
+	}
 	spawn := d.spawn
 	if spawn == nil {
 		spawn = func(start func() error) error { return start() }

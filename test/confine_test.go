@@ -1,0 +1,158 @@
+//go:build linux
+
+package test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/marshal-dev/marshal/internal/testutil"
+)
+
+// confineManifests declare profile confined (spec.filesystem, its rule
+// on the workspace's secret/ as given) and its workspace ws, and profile
+// open (no filesystem) and its workspace plain, on the same root.
+const confineManifests = `apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: confined}
+spec:
+  filesystem:
+    rules:
+      - {access: %[2]s, paths: ["{workspace}/secret"]}
+---
+apiVersion: marshal.dev/v1alpha1
+kind: Profile
+metadata: {name: open}
+---
+apiVersion: marshal.dev/v1alpha1
+kind: Workspace
+metadata: {name: ws}
+spec: {root: %[1]s, profile: confined}
+---
+apiVersion: marshal.dev/v1alpha1
+kind: Workspace
+metadata: {name: plain}
+spec: {root: %[1]s, profile: open}
+`
+
+type confineEnv struct {
+	*daemon
+	root, outside string
+}
+
+func newConfineEnv(t *testing.T, env ...string) *confineEnv {
+	t.Helper()
+	testutil.RequireRoot(t)
+	if out, err := exec.Command(filepath.Join(bin, "marshal-confine"), "check", "--fs").CombinedOutput(); err != nil {
+		t.Skipf("filesystem confinement is not available here: %s", bytes.TrimSpace(out))
+	}
+	e := &confineEnv{daemon: newDaemon(t), root: t.TempDir(), outside: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(e.root, "secret"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.root, "secret", "key"), []byte("KEY\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.env = env
+	e.write("all.yaml", fmt.Sprintf(confineManifests, e.root, "none"))
+	e.start()
+	e.waitReady("ws", "plain")
+	return e
+}
+
+// probe is what an agent tries: each line says whether it could.
+func (e *confineEnv) probe() string {
+	return strings.Join([]string{
+		"echo x > " + e.root + "/new-$$ && echo workspace-written || echo workspace-refused",
+		"echo x > " + e.outside + "/f 2>/dev/null && echo outside-written || echo outside-refused",
+		"cat " + e.root + "/secret/key 2>/dev/null || echo secret-hidden",
+		"cat " + e.config + "/all.yaml >/dev/null 2>&1 && echo config-read || echo config-hidden",
+		"cat " + e.state + "/* >/dev/null 2>&1 && echo state-read || echo state-hidden",
+		"marshalctl --socket " + e.socket + " get profiles >/dev/null 2>&1 && echo api-reached || echo api-unreachable",
+		`echo t > "$TMPDIR/x" && echo "tmp-written $TMPDIR" || echo tmp-refused`,
+	}, "; ")
+}
+
+func wants(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w+"\n") {
+			t.Errorf("the agent said:\n%s\nwant %q", out, w)
+		}
+	}
+}
+
+// Through marshald: a profile with filesystem gets the workspace and
+// {tmp} writable, writes elsewhere refused, its none path hidden, and
+// marshald's config dir, state dir and API socket out of reach; {tmp}
+// is removed once the launch is settled. A profile without filesystem
+// is unchanged. An edit of the rules applies to the next launch.
+func TestConfinementThroughMarshald(t *testing.T) {
+	e := newConfineEnv(t)
+	r := e.runNow("-w", "ws", "--", "sh", "-c", e.probe())
+	if r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	wants(t, r.stdout, "workspace-written", "outside-refused", "secret-hidden", "config-hidden", "state-hidden", "api-unreachable")
+	tmp := ""
+	for line := range strings.Lines(r.stdout) {
+		if rest, ok := strings.CutPrefix(line, "tmp-written "); ok {
+			tmp = strings.TrimSpace(rest)
+		}
+	}
+	if tmp == "" || !strings.Contains(tmp, "marshal-tmp-") {
+		t.Errorf("the agent said:\n%s\nwant {tmp} written", r.stdout)
+	}
+	e.waitSettled(t)
+	if _, err := os.Stat(tmp); err == nil {
+		t.Errorf("{tmp} %s is left after the launch settled", tmp)
+	}
+
+	r = e.runNow("-w", "plain", "--", "sh", "-c", e.probe())
+	wants(t, r.stdout, "workspace-written", "outside-written", "KEY", "config-read", "api-reached")
+	if strings.Contains(r.stdout, "marshal-tmp-") {
+		t.Errorf("a profile without filesystem got a {tmp}:\n%s", r.stdout)
+	}
+
+	profiles := e.watch("profiles")
+	e.write("all.yaml", fmt.Sprintf(confineManifests, e.root, "read"))
+	profiles.until(t, "confined", "observed generation 2", func(o map[string]any) bool {
+		return field(o, "status", "observedGeneration") == float64(2)
+	})
+	r = e.runNow("-w", "ws", "--", "sh", "-c", e.probe())
+	wants(t, r.stdout, "KEY", "outside-refused")
+	e.waitSettled(t)
+}
+
+// A host that cannot give the rules (simulated: Landlock ABI 1) refuses
+// a launch of the confined profile with ISOLATION_UNSUPPORTED before
+// anything starts, and doctor says so; the profile without filesystem
+// still runs.
+func TestConfinementRefusedWhereTheHostCannot(t *testing.T) {
+	e := newConfineEnv(t, "MARSHAL_LANDLOCK_ABI_MAX=1")
+	r := e.runNow("-w", "ws", "--", "sh", "-c", "echo ran > "+e.outside+"/ran")
+	want := "filesystem confinement unavailable: Landlock ABI 2 or later is needed, this host gives 1"
+	if r.code != 78 || !strings.Contains(r.stderr, "ISOLATION_UNSUPPORTED") || !strings.Contains(r.stderr, want) ||
+		!strings.Contains(r.stderr, "nothing was started") {
+		t.Errorf("run: exit %d, stderr %q; want 78 ISOLATION_UNSUPPORTED %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(e.outside, "ran")); err == nil {
+		t.Errorf("the command ran")
+	}
+	if left := e.scopeDirs(); len(left) != 0 {
+		t.Errorf("scopes made for a refused launch: %q", left)
+	}
+	doctor := e.ctl("doctor")
+	if !strings.Contains(doctor.stdout, "filesystem confinement") || !strings.Contains(doctor.stdout, "confined") {
+		t.Errorf("doctor:\n%s\nwant the filesystem confinement check naming profile confined", doctor.stdout)
+	}
+	r = e.runNow("-w", "plain", "--", "true")
+	if r.code != 0 {
+		t.Errorf("the profile without filesystem: %+v", r)
+	}
+}

@@ -152,7 +152,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t.protocol == ProtocolConnect {
-		p.serveConnect(w, c, nc, rec)
+		p.serveConnect(w, c, nc, rec, p.helloCheck(c, t, rec))
 		return
 	}
 	p.forward(w, r, c, nc, rec)
@@ -192,6 +192,8 @@ func describeReason(rec *Record) string {
 		return "a private address (" + rec.Address + ") that no rule names"
 	case rec.Reason == "host_address":
 		return "an address of this host (" + rec.Address + ") that no rule names"
+	case rec.Reason == ReasonSNIMismatch:
+		return "its TLS ClientHello named another server (" + rec.SNI + ")"
 	case rec.Reason == ReasonNoProfile:
 		return "the profile is not declared"
 	}
@@ -227,7 +229,7 @@ func writeStatus(w io.Writer, status int, msg string, h http.Header) error {
 
 // serveConnect answers CONNECT with 200 and tunnels, the client's
 // connection taken over from the http.Server.
-func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, rec *Record) {
+func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, rec *Record, check helloCheck) {
 	rc := http.NewResponseController(w)
 	_, brw, err := rc.Hijack()
 	if err != nil {
@@ -237,12 +239,13 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, rec *R
 		p.finish(c, rec)
 		return
 	}
-	p.established(c, up, brw.Reader, rec)
+	p.established(c, up, brw.Reader, rec, check)
 }
 
 // established answers 200 to a CONNECT and tunnels; br holds what the
-// client sent after its request and was read ahead.
-func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, rec *Record) {
+// client sent after its request and was read ahead; check, when not nil,
+// reads the ClientHello first.
+func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, rec *Record, check helloCheck) {
 	if _, err := io.WriteString(c.Conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		up.Close()
 		c.Close()
@@ -255,7 +258,7 @@ func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, rec *Record)
 	if n := br.Buffered(); n > 0 {
 		early, _ = br.Peek(n)
 	}
-	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, early, rec.Profile)
+	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, early, rec.Profile, check)
 	p.finish(c, rec)
 }
 
@@ -310,7 +313,7 @@ func (p *Proxy) serveFirst(ctx context.Context, c *conn, full bool) {
 	default:
 		rec.Host, rec.Port = t.host, t.port
 		if up := p.open(ctx, c, t, rec); up != nil {
-			p.established(c, up, br, rec)
+			p.established(c, up, br, rec, p.helloCheck(c, t, rec))
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -132,6 +133,9 @@ type Proxy struct {
 
 	// httpConns hands connections that speak HTTP to the http.Server.
 	httpConns *connListener
+	// skipHello turns the check of tunnels' ClientHello off, for
+	// benchmarks that measure what it costs.
+	skipHello atomic.Bool
 
 	// mu guards the fields that follow.
 	mu      sync.Mutex

@@ -199,7 +199,7 @@ func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 	}
 	c.SetReadDeadline(time.Time{})
 	p.lookForOwner(c)
-	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, nil, rec.Profile)
+	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, nil, rec.Profile, p.helloCheck(c, t, rec))
 	p.finish(c, rec)
 }
 

@@ -15,8 +15,10 @@ const chunk = 1 << 20
 // writing early to up first, and returns the bytes that went out to up
 // and came in from it. A direction that ends half-closes the other side;
 // an error, or nothing carried either way for the idle timeout, ends
-// both. It closes both connections.
-func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string) (out, in int64) {
+// both. It closes both connections. check, when not nil, reads the
+// client's first bytes (early's first) and says what of them goes up, or
+// that nothing does and both end; the other direction runs meanwhile.
+func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string, check helloCheck) (out, in int64) {
 	client := c.raw()
 	var once sync.Once
 	closeBoth := func() {
@@ -26,7 +28,7 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string) (out,
 		})
 	}
 	defer closeBoth()
-	if len(early) > 0 {
+	if len(early) > 0 && check == nil {
 		n, err := up.Write(early)
 		out += int64(n)
 		p.countBytes(profile, int64(n), 0)
@@ -40,7 +42,14 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string) (out,
 	var wg sync.WaitGroup
 	var sent int64
 	wg.Go(func() {
-		sent = p.copyChunks(up, client, func(n int64) { p.countBytes(profile, n, 0) })
+		if check != nil {
+			var ok bool
+			if sent, ok = p.checkFirst(client, up, early, profile, check); !ok {
+				closeBoth()
+				return
+			}
+		}
+		sent += p.copyChunks(up, client, func(n int64) { p.countBytes(profile, n, 0) })
 		halfClose(up, closeBoth)
 	})
 	c.awaitOwner()

@@ -71,12 +71,16 @@ type EgressRecord struct {
 	// none did.
 	Rule *int `json:"rule,omitempty"`
 	// Reason says what decided: rule, default, private_range,
-	// host_address, unscoped, no_profile or connection_limit.
+	// host_address, unscoped, no_profile, connection_limit, or
+	// sni_mismatch (a tunnel's TLS ClientHello named another server).
 	Reason string `json:"reason,omitempty"`
+	// SNI is the server name of a tunnel refused for sni_mismatch,
+	// lowercased, when it is a valid name or address.
+	SNI string `json:"sni,omitempty"`
 	// Error says why an allowed connection failed, or why a request
 	// could not be decided (bad_request, bad_host, dns_failed,
 	// no_address, connection_refused, timeout, unreachable, dial_failed,
-	// unsupported_command, proxy_stopped).
+	// unsupported_command, proxy_stopped, bad_client_hello).
 	Error string `json:"error,omitempty"`
 	// BytesOut went to the destination, BytesIn came from it.
 	BytesOut int64 `json:"bytes_out"`

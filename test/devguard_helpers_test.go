@@ -412,6 +412,9 @@ func runChild(role string, args []string) int {
 		fmt.Print(string(cg))
 		return 0
 	}
+	if role == "allocate" {
+		return allocate()
+	}
 	fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
 	return 2
 }

@@ -72,6 +72,7 @@ var commands = []struct {
 	{"kill", newKillCmd},
 	{"doctor", newDoctorCmd},
 	{"identify", newIdentifyCmd},
+	{"top", newTopCmd},
 	{"run", newRunCmd},
 	{"admin", newAdminCmd},
 	{"version", newVersionCmd},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/cgroup/cgrouptest"
+	"github.com/marshal-dev/marshal/internal/scope"
 )
 
 // The host's status: measured from the machine, each declared capacity
@@ -24,6 +27,10 @@ func TestHostStatus(t *testing.T) { controllers.OnEachKernel(t, testHostStatus) 
 func testHostStatus(t *testing.T, k controllers.Kernel) {
 	h := newHarness(t, k, harnessOptions{})
 	caps := h.requireKernel()
+	// The tree a previous run left: the probe must see past it.
+	if err := k.Mkdir(path.Join(k.Root, scope.RootSlice)); err != nil {
+		t.Fatal(err)
+	}
 	h.start()
 	local, big := controllers.HostKey(controllers.LocalHost), controllers.HostKey("big")
 
@@ -47,8 +54,14 @@ func testHostStatus(t *testing.T, k controllers.Kernel) {
 	}
 	for i, r := range cgroup.AllResources {
 		e, c := st.Enforcement[i], caps[r]
-		if e.Resource != string(r) || e.Level != c.Level || e.Method != string(c.Method) || e.Controller != c.Controller {
+		if e.Resource != string(r) || e.Level != c.Level || e.Method != string(c.Method) || e.Controller != c.Controller || e.Reason != c.Reason {
 			t.Errorf("enforcement of %s = %+v, want the probe's %+v", r, e, c)
+		}
+		// A pure v2 host gives every controller to marshal's tree, also
+		// once the tree exists (the probe before start ran without it).
+		if want := cgroup.LimitFile(r, cgroup.MethodCgroupV2); k.Layout == cgrouptest.LayoutV2 &&
+			(e.Level != v1alpha1.LevelKernel || e.Method != string(cgroup.MethodCgroupV2) || e.Controller != want) {
+			t.Errorf("enforcement of %s on a pure cgroup v2 host = %+v, want kernel through %s", r, e, want)
 		}
 	}
 	if got := reasons(h.events(local)); len(got) != 0 {

@@ -17,6 +17,9 @@ import (
 type Kernel struct {
 	// Name is the backend's name: "cgroupfs" or "fake".
 	Name string
+	// Layout is the modelled host's layout; empty on the host's own tree
+	// and the fake backend.
+	Layout cgrouptest.Layout
 	// Backend is the backend on the tree, unwrapped.
 	Backend cgroup.Backend
 	// Mounts are where the tree's hierarchies are mounted; every
@@ -51,10 +54,34 @@ func FakeKernel(t testing.TB) Kernel {
 	return Kernel{Name: f.Name(), Backend: f, Mounts: cgroup.Mounts{V2: f.Mount()}, Root: "/", Mkdir: f.Mkdir}
 }
 
+// ModelKernel is cgroupfs on a model of the kernel's cgroups in layout
+// l (cgrouptest.Kernel), as anyone. It skips t for a layout cgroupfs
+// cannot work on.
+func ModelKernel(t testing.TB, l cgrouptest.Layout) Kernel {
+	t.Helper()
+	k := cgrouptest.NewKernel(t, l)
+	b, err := cgroupfs.New(cgroupfs.Options{Root: "/marshal", Mounts: k.Mounts(), FS: k})
+	if err != nil {
+		t.Skipf("cgroupfs on a %s host: %v", l, err)
+	}
+	return Kernel{
+		Name: b.Name(), Layout: l, Backend: b, Mounts: k.Mounts(), Root: "/marshal",
+		Mkdir: func(rel string) error {
+			_, err := cgroup.MkdirAll(k, filepath.Join(k.Mounts().V2, rel))
+			return err
+		},
+	}
+}
+
 // OnEachKernel runs test as a subtest on the host's cgroup tree (skipped
-// without root) and on the fake one.
+// without root), on cgroupfs over a model of each host layout (pure
+// cgroup v2, hybrid; cgroupfs refuses a v1-only host), and on the fake
+// backend.
 func OnEachKernel(t *testing.T, test func(t *testing.T, k Kernel)) {
 	t.Run("cgroupfs", func(t *testing.T) { test(t, HostKernel(t)) })
+	for _, l := range []cgrouptest.Layout{cgrouptest.LayoutV2, cgrouptest.LayoutHybrid} {
+		t.Run("model-"+string(l), func(t *testing.T) { test(t, ModelKernel(t, l)) })
+	}
 	t.Run("fake", func(t *testing.T) { test(t, FakeKernel(t)) })
 }
 

@@ -49,6 +49,10 @@ type Enforcement struct {
 	// Controller is the kernel interface file that holds a kernel-level
 	// limit, such as memory.max.
 	Controller string `json:"controller,omitempty"`
+	// Reason says, below kernel level, why the kernel does not hold this
+	// resource's limits although the host has a controller for it: not
+	// delegated to marshal's tree, or a group on the way holds processes.
+	Reason string `json:"reason,omitempty"`
 }
 
 // LimitStatus compares one limit a profile asks for with what reading the

@@ -39,11 +39,15 @@ type Enforcement struct {
 	// Controller names the kernel controller file used, such as
 	// "memory.max" or "memory.limit_in_bytes"; empty below kernel level.
 	Controller string `json:"controller,omitempty"`
+	// Reason says, below kernel level, why the kernel cannot hold the
+	// resource's limits here when it has a controller for it, such as one
+	// not delegated to marshal's tree.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Of returns e as the API reports it for resource r.
 func (e Enforcement) Of(r Resource) v1alpha1.Enforcement {
-	return v1alpha1.Enforcement{Resource: string(r), Level: e.Level, Method: string(e.Method), Controller: e.Controller}
+	return v1alpha1.Enforcement{Resource: string(r), Level: e.Level, Method: string(e.Method), Controller: e.Controller, Reason: e.Reason}
 }
 
 // Capabilities is what a backend can enforce on this host, per resource.

@@ -28,7 +28,7 @@ func TestReadOfARemovedGroupIsNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	if err := cgroup.RemoveGroup(dir); err != nil {
+	if err := cgroup.RemoveGroup(cgroup.Host, dir); err != nil {
 		t.Fatal(err)
 	}
 	_, err = rawfile.ReadFD(fd, path)

@@ -16,8 +16,8 @@ import (
 // MoveProcess moves process pid, all its threads, into group dir (v1 or
 // v2) by writing cgroup.procs. A process that is gone is an error wrapping
 // ErrNoProcess; a missing group one wrapping ErrNotFound.
-func MoveProcess(dir string, pid int) error {
-	err := WriteFile(dir, FileProcs, strconv.Itoa(pid))
+func MoveProcess(fsys FS, dir string, pid int) error {
+	err := fsys.WriteFile(dir, FileProcs, strconv.Itoa(pid))
 	switch {
 	case err == nil:
 		return nil
@@ -88,8 +88,8 @@ func CountThreads(dir string) (int64, error) {
 // including processes forked meanwhile. A missing group is an error
 // wrapping ErrNotFound; a kernel without cgroup.kill one wrapping
 // errors.ErrUnsupported.
-func KillGroup(dir string) error {
-	err := WriteFile(dir, FileKill, "1")
+func KillGroup(fsys FS, dir string) error {
+	err := fsys.WriteFile(dir, FileKill, "1")
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(dir); serr != nil {
 			return fmt.Errorf("killing %s: %w", dir, notFound(serr))
@@ -106,12 +106,12 @@ func KillGroup(dir string) error {
 // writing cgroup.freeze. The freeze completes asynchronously: cgroup.events
 // says "frozen 1" once every task is stopped. A kernel without
 // cgroup.freeze is an error wrapping errors.ErrUnsupported.
-func FreezeGroup(dir string, frozen bool) error {
+func FreezeGroup(fsys FS, dir string, frozen bool) error {
 	v := "0"
 	if frozen {
 		v = "1"
 	}
-	err := WriteFile(dir, FileFreeze, v)
+	err := fsys.WriteFile(dir, FileFreeze, v)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Stat(dir); serr != nil {
 			return fmt.Errorf("freezing %s: %w", dir, notFound(serr))
@@ -127,8 +127,8 @@ func FreezeGroup(dir string, frozen bool) error {
 // RemoveGroup removes the empty group dir (rmdir). A group that still holds
 // processes or child groups is an error wrapping ErrBusy; a missing group
 // is not an error.
-func RemoveGroup(dir string) error {
-	err := syscall.Rmdir(dir)
+func RemoveGroup(fsys FS, dir string) error {
+	err := fsys.Rmdir(dir)
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -136,4 +136,12 @@ func RemoveGroup(dir string) error {
 		return fmt.Errorf("removing %s: %w", dir, ErrBusy)
 	}
 	return fmt.Errorf("removing %s: %w", dir, err)
+}
+
+// removeDir is rmdir(2) of dir.
+func removeDir(dir string) error {
+	if err := syscall.Rmdir(dir); err != nil {
+		return &fs.PathError{Op: "rmdir", Path: dir, Err: err}
+	}
+	return nil
 }

@@ -131,23 +131,23 @@ func ReadLimit(dir string, r Resource, m Method) (int64, error) {
 //
 // On a v1 hierarchy the kernel refuses (EINVAL) a CPU quota above the
 // parent's, and a parent's quota below a child's.
-func SetLimit(dir string, r Resource, m Method, want int64) (got int64, wrote bool, err error) {
+func SetLimit(fsys FS, dir string, r Resource, m Method, want int64) (got int64, wrote bool, err error) {
 	if want < 0 {
 		return 0, false, fmt.Errorf("%s limit %d: want 0 (none) or a positive value", r, want)
 	}
 	switch {
 	case r == CPU && m == MethodCgroupV1:
-		wrote, err = setCFS(dir, CPUMaxFromMilli(want))
+		wrote, err = setCFS(fsys, dir, CPUMaxFromMilli(want))
 	case r == CPU && m == MethodCgroupV2:
-		wrote, err = setCPUMax(dir, CPUMaxFromMilli(want))
+		wrote, err = setCPUMax(fsys, dir, CPUMaxFromMilli(want))
 	case r == Memory && (m == MethodCgroupV1 || m == MethodCgroupV2):
 		v := FormatMax(want)
 		if want == 0 && m == MethodCgroupV1 {
 			v = "-1"
 		}
-		wrote, err = setIfDiffers(dir, r, m, v, func(cur int64) bool { return sameMemoryLimit(cur, want) })
+		wrote, err = setIfDiffers(fsys, dir, r, m, v, func(cur int64) bool { return sameMemoryLimit(cur, want) })
 	case r == PIDs && (m == MethodCgroupV1 || m == MethodCgroupV2):
-		wrote, err = setIfDiffers(dir, r, m, FormatMax(want), func(cur int64) bool { return cur == want })
+		wrote, err = setIfDiffers(fsys, dir, r, m, FormatMax(want), func(cur int64) bool { return cur == want })
 	default:
 		return 0, false, fmt.Errorf("no %s limit file under method %q", r, m)
 	}
@@ -164,7 +164,7 @@ func SetLimit(dir string, r Resource, m Method, want int64) (got int64, wrote bo
 // WriteLimit is SetLimit for a group just created, whose files hold the
 // kernel's defaults: it writes want without reading first, then reads the
 // limit back (and restores the CPU period should it not be CPUPeriod).
-func WriteLimit(dir string, r Resource, m Method, want int64) (int64, error) {
+func WriteLimit(fsys FS, dir string, r Resource, m Method, want int64) (int64, error) {
 	if want < 0 {
 		return 0, fmt.Errorf("%s limit %d: want 0 (none) or a positive value", r, want)
 	}
@@ -184,7 +184,7 @@ func WriteLimit(dir string, r Resource, m Method, want int64) (int64, error) {
 	default:
 		return 0, fmt.Errorf("no %s limit file under method %q", r, m)
 	}
-	if err := WriteFile(dir, name, v); err != nil {
+	if err := fsys.WriteFile(dir, name, v); err != nil {
 		return 0, limitError(dir, r, want, err)
 	}
 	got, err := ReadLimit(dir, r, m)
@@ -192,7 +192,7 @@ func WriteLimit(dir string, r Resource, m Method, want int64) (int64, error) {
 		return 0, fmt.Errorf("reading back %s limit in %s: %w", r, dir, err)
 	}
 	if got != want && !(r == Memory && sameMemoryLimit(got, want)) {
-		got, _, err = SetLimit(dir, r, m, want)
+		got, _, err = SetLimit(fsys, dir, r, m, want)
 	}
 	return got, err
 }
@@ -206,15 +206,15 @@ func limitError(dir string, r Resource, want int64, err error) error {
 
 // setIfDiffers writes v to r's limit file unless same says the current
 // limit already is the one wanted.
-func setIfDiffers(dir string, r Resource, m Method, v string, same func(cur int64) bool) (bool, error) {
+func setIfDiffers(fsys FS, dir string, r Resource, m Method, v string, same func(cur int64) bool) (bool, error) {
 	cur, err := ReadLimit(dir, r, m)
 	if err != nil || same(cur) {
 		return false, err
 	}
-	return true, WriteFile(dir, LimitFile(r, m), v)
+	return true, fsys.WriteFile(dir, LimitFile(r, m), v)
 }
 
-func setCPUMax(dir string, want CPUMax) (bool, error) {
+func setCPUMax(fsys FS, dir string, want CPUMax) (bool, error) {
 	s, err := ReadFile(dir, FileCPUMax)
 	if err != nil {
 		return false, err
@@ -230,10 +230,10 @@ func setCPUMax(dir string, want CPUMax) (bool, error) {
 	if want.Quota == 0 {
 		v = "max" // keeps the period, as "no limit" has none
 	}
-	return true, WriteFile(dir, FileCPUMax, v)
+	return true, fsys.WriteFile(dir, FileCPUMax, v)
 }
 
-func setCFS(dir string, want CPUMax) (bool, error) {
+func setCFS(fsys FS, dir string, want CPUMax) (bool, error) {
 	cur, err := readCFS(dir)
 	if err != nil {
 		return false, err
@@ -243,22 +243,22 @@ func setCFS(dir string, want CPUMax) (bool, error) {
 	}
 	quota := strconv.FormatInt(want.Quota, 10)
 	if want.Quota == 0 {
-		return true, WriteFile(dir, FileCFSQuota, "-1")
+		return true, fsys.WriteFile(dir, FileCFSQuota, "-1")
 	}
 	if cur.Period == want.Period {
-		return true, WriteFile(dir, FileCFSQuota, quota)
+		return true, fsys.WriteFile(dir, FileCFSQuota, quota)
 	}
 	// The kernel checks the quota/period ratio against parent and children
 	// after each write, so the intermediate pair must pass too; one of the
 	// two orders does whenever the final pair does.
 	period := strconv.FormatInt(want.Period, 10)
-	if err := WriteFile(dir, FileCFSQuota, quota); err == nil {
-		return true, WriteFile(dir, FileCFSPeriod, period)
+	if err := fsys.WriteFile(dir, FileCFSQuota, quota); err == nil {
+		return true, fsys.WriteFile(dir, FileCFSPeriod, period)
 	}
-	if err := WriteFile(dir, FileCFSPeriod, period); err != nil {
+	if err := fsys.WriteFile(dir, FileCFSPeriod, period); err != nil {
 		return true, err
 	}
-	return true, WriteFile(dir, FileCFSQuota, quota)
+	return true, fsys.WriteFile(dir, FileCFSQuota, quota)
 }
 
 // EnableControllers makes sure every controller in ctrls is enabled in the
@@ -267,7 +267,7 @@ func setCFS(dir string, want CPUMax) (bool, error) {
 // write, and reports whether it wrote. A controller that dir cannot enable
 // (absent from its cgroup.controllers) is an error wrapping
 // ErrUnavailable.
-func EnableControllers(dir string, ctrls ...string) (bool, error) {
+func EnableControllers(fsys FS, dir string, ctrls ...string) (bool, error) {
 	enabled, err := ReadFile(dir, FileSubtreeControl)
 	if err != nil {
 		return false, fmt.Errorf("enabling controllers: %w", err)
@@ -293,7 +293,7 @@ func EnableControllers(dir string, ctrls ...string) (bool, error) {
 		}
 		plus = append(plus, "+"+c)
 	}
-	if err := WriteFile(dir, FileSubtreeControl, strings.Join(plus, " ")); err != nil {
+	if err := fsys.WriteFile(dir, FileSubtreeControl, strings.Join(plus, " ")); err != nil {
 		return true, fmt.Errorf("enabling controllers: %w", err)
 	}
 	return true, nil

@@ -135,12 +135,12 @@ func TestSetLimit(t *testing.T) {
 				}
 				before[name] = fi
 			}
-			got, wrote, err := SetLimit(dir, tc.r, tc.m, tc.want)
+			got, wrote, err := SetLimit(Host, dir, tc.r, tc.m, tc.want)
 			if err != nil {
-				t.Fatalf("SetLimit(%s, %s, %d): %v", tc.r, tc.m, tc.want, err)
+				t.Fatalf("SetLimit(Host, %s, %s, %d): %v", tc.r, tc.m, tc.want, err)
 			}
 			if got != tc.wantGot || wrote != tc.wantWrote {
-				t.Errorf("SetLimit(%s, %s, %d) = %d, wrote %v; want %d, wrote %v", tc.r, tc.m, tc.want, got, wrote, tc.wantGot, tc.wantWrote)
+				t.Errorf("SetLimit(Host, %s, %s, %d) = %d, wrote %v; want %d, wrote %v", tc.r, tc.m, tc.want, got, wrote, tc.wantGot, tc.wantWrote)
 			}
 			for name, content := range tc.files {
 				want, changed := tc.wantFiles[name]
@@ -194,9 +194,9 @@ func TestWriteLimitOnAFreshGroup(t *testing.T) {
 				files[FileCFSPeriod] = tc.period
 			}
 			dir := fakeGroup(t, files)
-			got, err := WriteLimit(dir, tc.r, tc.m, tc.want)
+			got, err := WriteLimit(Host, dir, tc.r, tc.m, tc.want)
 			if err != nil || got != tc.want {
-				t.Fatalf("WriteLimit(%s, %s, %d) = %d, %v; want %d", tc.r, tc.m, tc.want, got, err, tc.want)
+				t.Fatalf("WriteLimit(Host, %s, %s, %d) = %d, %v; want %d", tc.r, tc.m, tc.want, got, err, tc.want)
 			}
 			for name, want := range tc.wantFiles {
 				if got := readBack(t, dir, name); got != want {
@@ -209,13 +209,13 @@ func TestWriteLimitOnAFreshGroup(t *testing.T) {
 
 func TestSetLimitErrors(t *testing.T) {
 	dir := fakeGroup(t, map[string]string{FilePIDsMax: "max\n"})
-	if _, _, err := SetLimit(dir, Memory, MethodCgroupV2, 1<<20); !errors.Is(err, ErrNotFound) {
+	if _, _, err := SetLimit(Host, dir, Memory, MethodCgroupV2, 1<<20); !errors.Is(err, ErrNotFound) {
 		t.Errorf("SetLimit without memory.max: error = %v, want ErrNotFound", err)
 	}
-	if _, _, err := SetLimit(dir, PIDs, MethodCgroupV2, -1); err == nil {
-		t.Error("SetLimit(-1): no error")
+	if _, _, err := SetLimit(Host, dir, PIDs, MethodCgroupV2, -1); err == nil {
+		t.Error("SetLimit(Host, -1): no error")
 	}
-	if _, _, err := SetLimit(dir, PIDs, MethodAccounting, 10); err == nil {
+	if _, _, err := SetLimit(Host, dir, PIDs, MethodAccounting, 10); err == nil {
 		t.Error("SetLimit with method accounting: no error")
 	}
 	if _, err := ReadLimit(filepath.Join(dir, "gone"), PIDs, MethodCgroupV1); !errors.Is(err, ErrNotFound) {
@@ -240,12 +240,12 @@ func TestEnableControllers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fakeGroup(t, map[string]string{FileControllers: "cpu memory pids\n", FileSubtreeControl: tc.enabled})
-			wrote, err := EnableControllers(dir, tc.ctrls...)
+			wrote, err := EnableControllers(Host, dir, tc.ctrls...)
 			if !errors.Is(err, tc.wantErr) || (err != nil) != (tc.wantErr != nil) {
-				t.Fatalf("EnableControllers(%v) error = %v, want %v", tc.ctrls, err, tc.wantErr)
+				t.Fatalf("EnableControllers(Host, %v) error = %v, want %v", tc.ctrls, err, tc.wantErr)
 			}
 			if wrote != tc.wantWrote {
-				t.Errorf("EnableControllers(%v) wrote = %v, want %v", tc.ctrls, wrote, tc.wantWrote)
+				t.Errorf("EnableControllers(Host, %v) wrote = %v, want %v", tc.ctrls, wrote, tc.wantWrote)
 			}
 			if got := readBack(t, dir, FileSubtreeControl); got != tc.wantFile {
 				t.Errorf("%s = %q, want %q", FileSubtreeControl, got, tc.wantFile)

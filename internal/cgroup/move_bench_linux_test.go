@@ -40,7 +40,7 @@ func BenchmarkMove(b *testing.B) {
 	move := func() time.Duration {
 		n++
 		start := time.Now()
-		if err := cgroup.MoveProcess(groups[n%2], proc.Process.Pid); err != nil {
+		if err := cgroup.MoveProcess(cgroup.Host, groups[n%2], proc.Process.Pid); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)

@@ -14,12 +14,12 @@ import (
 // freezer it signals until a pass finds no process it has not signalled
 // yet. cgroup.kill does this for SIGKILL alone. A missing group is an
 // error wrapping ErrNotFound.
-func SignalTree(ctx context.Context, dir string, sig unix.Signal) error {
+func SignalTree(ctx context.Context, fsys FS, dir string, sig unix.Signal) error {
 	frozen := false
-	switch err := FreezeGroup(dir, true); {
+	switch err := FreezeGroup(fsys, dir, true); {
 	case err == nil:
 		frozen = true
-		defer FreezeGroup(dir, false)
+		defer FreezeGroup(fsys, dir, false)
 		if _, err := WaitEvents(ctx, dir, func(ev GroupEvents) bool { return ev.Frozen || !ev.Populated }); err != nil {
 			return err
 		}

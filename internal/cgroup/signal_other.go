@@ -9,6 +9,6 @@ import (
 )
 
 // SignalTree: cgroup trees are Linux's.
-func SignalTree(ctx context.Context, dir string, sig syscall.Signal) error {
+func SignalTree(ctx context.Context, fsys FS, dir string, sig syscall.Signal) error {
 	return errors.ErrUnsupported
 }

@@ -75,7 +75,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 		mkdir(b, slice, name)
 		lat = append(lat, awaitEvent(name, cgroup.ScopeCreated).Sub(start))
 		b.StopTimer()
-		if err := cgroup.RemoveGroup(filepath.Join(slice, name)); err != nil {
+		if err := cgroup.RemoveGroup(cgroup.Host, filepath.Join(slice, name)); err != nil {
 			b.Fatal(err)
 		}
 		awaitEvent(name, cgroup.ScopeRemoved)

@@ -19,9 +19,11 @@ import (
 const (
 	// cgroupfs sends no IN_DELETE_SELF for a removed group, only IN_DELETE
 	// to the parent: the tree's removal is seen on its parent.
-	parentMask = unix.IN_DELETE | unix.IN_ONLYDIR
-	treeMask   = unix.IN_CREATE | unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
-	sliceMask  = unix.IN_CREATE | unix.IN_DELETE | unix.IN_ONLYDIR
+	// cgroup2 lets a group be renamed within its parent: a group renamed
+	// comes (IN_MOVED_TO) and goes (IN_MOVED_FROM) as one made or removed.
+	parentMask = unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_ONLYDIR
+	treeMask   = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+	sliceMask  = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | unix.IN_ONLYDIR
 	// The kernel reports a change of cgroup.events as IN_MODIFY on the file.
 	eventsMask = unix.IN_MODIFY
 )
@@ -196,7 +198,7 @@ func (w *treeWatcher) handle(ev inotify.Event) error {
 		return w.relist(true)
 	}
 	if ev.WD == w.parentWD {
-		if ev.Mask&unix.IN_DELETE != 0 && ev.Name == filepath.Base(w.dir) {
+		if ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 && ev.Name == filepath.Base(w.dir) {
 			return w.treeRemoved()
 		}
 		return nil
@@ -217,11 +219,11 @@ func (w *treeWatcher) handle(ev inotify.Event) error {
 			return nil
 		}
 		switch {
-		case ev.Mask&unix.IN_CREATE != 0:
+		case ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 			if _, known := w.slices[ev.Name]; !known {
 				return w.addSlice(ev.Name, false)
 			}
-		case ev.Mask&unix.IN_DELETE != 0:
+		case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 			w.removeSlice(ev.Name, false)
 		}
 	case ref.scope == "":
@@ -235,9 +237,9 @@ func (w *treeWatcher) handle(ev inotify.Event) error {
 			return nil
 		}
 		switch {
-		case ev.Mask&unix.IN_CREATE != 0:
+		case ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 			return w.addScope(ref.slice, ev.Name, false)
-		case ev.Mask&unix.IN_DELETE != 0:
+		case ev.Mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 			if st := w.scopes[ev.Name]; st != nil && st.slice == ref.slice {
 				w.removeScope(ev.Name, false)
 			}

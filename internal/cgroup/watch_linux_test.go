@@ -28,18 +28,18 @@ func TestWatchTreeReportsAScopeLifeInOrder(t *testing.T) {
 	rec.waitLast(t, name, cgroup.ScopeCreated)
 
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(scopeDir, c.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, scopeDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, name, cgroup.ScopePopulated)
 
-	if err := cgroup.KillGroup(scopeDir); err != nil {
+	if err := cgroup.KillGroup(cgroup.Host, scopeDir); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, name, cgroup.ScopeEmptied)
 	c.Wait(t)
 
-	if err := cgroup.RemoveGroup(scopeDir); err != nil {
+	if err := cgroup.RemoveGroup(cgroup.Host, scopeDir); err != nil {
 		t.Fatal(err)
 	}
 	rec.waitLast(t, name, cgroup.ScopeRemoved)
@@ -66,7 +66,7 @@ func TestWatchTreeStartsWithARelist(t *testing.T) {
 	mkdir(t, slice, empty)
 	busyDir := mkdir(t, slice, busy)
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(busyDir, c.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, busyDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	mkdir(t, dir, "not-a-marshal-slice")
@@ -137,7 +137,7 @@ func TestWatchTreeReportsEveryScopeOfABurst(t *testing.T) {
 	for i := range slicesN {
 		slice := filepath.Join(dir, scope.SliceName(fmt.Sprintf("burst-%d", i)))
 		for _, name := range names[i*perSlice : (i+1)*perSlice] {
-			if err := cgroup.RemoveGroup(filepath.Join(slice, name)); err != nil {
+			if err := cgroup.RemoveGroup(cgroup.Host, filepath.Join(slice, name)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -170,11 +170,11 @@ func TestWatchTreeRelistAfterOverflowReportsResync(t *testing.T) {
 	// While "the queue overflowed", a scope is removed, one is populated,
 	// and a new slice with a scope appears. The real inotify events are
 	// never read: only the relist can report these.
-	if err := cgroup.RemoveGroup(goneDir); err != nil {
+	if err := cgroup.RemoveGroup(cgroup.Host, goneDir); err != nil {
 		t.Fatal(err)
 	}
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(keptDir, c.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, keptDir, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	newSlice := mkdir(t, dir, scope.SliceName("late"))
@@ -214,7 +214,7 @@ func TestWatchTreeEndsWhenTheTreeIsRemoved(t *testing.T) {
 	go func() { done <- cgroup.WatchTree(t.Context(), tree.Mounts.V2, dir, rec.add) }()
 	rec.waitLast(t, name, cgroup.ScopeCreated)
 	for _, d := range []string{filepath.Join(slice, name), slice, dir} {
-		if err := cgroup.RemoveGroup(d); err != nil {
+		if err := cgroup.RemoveGroup(cgroup.Host, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,12 +263,12 @@ func TestWaitEvents(t *testing.T) {
 	tree, _ := newTree(t)
 	g := mkdir(t, tree.V2(), "g")
 	c := startChild(t, "sleep", "60")
-	if err := cgroup.MoveProcess(g, c.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, g, c.PID()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), testutil.Deadline)
 	defer cancel()
-	if err := cgroup.KillGroup(g); err != nil {
+	if err := cgroup.KillGroup(cgroup.Host, g); err != nil {
 		t.Fatal(err)
 	}
 	ev, err := cgroup.WaitEvents(ctx, g, func(ev cgroup.GroupEvents) bool { return !ev.Populated })
@@ -295,7 +295,7 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 
 	// The shell forks only once moved, so that its children start in sub.
 	parent := startChild(t, "sh", "-c", "read x; sleep 60 & sleep 60 & wait")
-	if err := cgroup.MoveProcess(sub, parent.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, sub, parent.PID()); err != nil {
 		t.Fatal(err)
 	}
 	parent.Say(t, "go")
@@ -312,11 +312,11 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 	if st, err := cgroup.ReadCPUStat(g); err != nil || st.Usage < 0 {
 		t.Errorf("ReadCPUStat = %+v, %v", st, err)
 	}
-	if err := cgroup.RemoveGroup(g); !errors.Is(err, cgroup.ErrBusy) {
+	if err := cgroup.RemoveGroup(cgroup.Host, g); !errors.Is(err, cgroup.ErrBusy) {
 		t.Errorf("RemoveGroup of a populated group = %v, want ErrBusy", err)
 	}
 
-	if err := cgroup.FreezeGroup(g, true); err != nil {
+	if err := cgroup.FreezeGroup(cgroup.Host, g, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), testutil.Deadline)
@@ -324,12 +324,12 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 	if _, err := cgroup.WaitEvents(ctx, g, func(ev cgroup.GroupEvents) bool { return ev.Frozen }); err != nil {
 		t.Fatal(err)
 	}
-	if err := cgroup.FreezeGroup(g, false); err != nil {
+	if err := cgroup.FreezeGroup(cgroup.Host, g, false); err != nil {
 		t.Fatal(err)
 	}
 
 	// cgroup.kill on the parent kills the whole subtree.
-	if err := cgroup.KillGroup(g); err != nil {
+	if err := cgroup.KillGroup(cgroup.Host, g); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cgroup.WaitEvents(ctx, g, func(ev cgroup.GroupEvents) bool { return !ev.Populated }); err != nil {
@@ -339,14 +339,14 @@ func TestGroupFilesOnARealTree(t *testing.T) {
 		t.Errorf("shell exited with %v, want killed", err)
 	}
 	for _, d := range []string{sub, g} {
-		if err := cgroup.RemoveGroup(d); err != nil {
+		if err := cgroup.RemoveGroup(cgroup.Host, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := cgroup.RemoveGroup(g); err != nil {
+	if err := cgroup.RemoveGroup(cgroup.Host, g); err != nil {
 		t.Errorf("RemoveGroup of a removed group = %v, want nil", err)
 	}
-	if err := cgroup.KillGroup(g); !errors.Is(err, cgroup.ErrNotFound) {
+	if err := cgroup.KillGroup(cgroup.Host, g); !errors.Is(err, cgroup.ErrNotFound) {
 		t.Errorf("KillGroup of a removed group = %v, want ErrNotFound", err)
 	}
 }
@@ -365,10 +365,10 @@ func TestMoveProcessOfAGoneProcess(t *testing.T) {
 	g := mkdir(t, tree.V2(), "g")
 	c := startChild(t, "true")
 	c.Wait(t)
-	if err := cgroup.MoveProcess(g, c.PID()); !errors.Is(err, cgroup.ErrNoProcess) {
+	if err := cgroup.MoveProcess(cgroup.Host, g, c.PID()); !errors.Is(err, cgroup.ErrNoProcess) {
 		t.Errorf("MoveProcess of an exited, reaped pid = %v, want ErrNoProcess", err)
 	}
-	if err := cgroup.MoveProcess(filepath.Join(g, "nope"), os.Getpid()); !errors.Is(err, cgroup.ErrNotFound) {
+	if err := cgroup.MoveProcess(cgroup.Host, filepath.Join(g, "nope"), os.Getpid()); !errors.Is(err, cgroup.ErrNotFound) {
 		t.Errorf("MoveProcess into a missing group = %v, want ErrNotFound", err)
 	}
 }

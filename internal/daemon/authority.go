@@ -220,7 +220,7 @@ func (d *Daemon) setPlan(k reconcile.Key) {
 	}
 	caps := cgroup.Capabilities{}
 	for _, e := range st.Enforcement {
-		caps[cgroup.Resource(e.Resource)] = cgroup.Enforcement{Level: e.Level, Method: cgroup.Method(e.Method), Controller: e.Controller}
+		caps[cgroup.Resource(e.Resource)] = cgroup.Enforcement{Level: e.Level, Method: cgroup.Method(e.Method), Controller: e.Controller, Reason: e.Reason}
 	}
 	if err := d.auth.SetPlan(caps); err != nil {
 		d.log.Error("setting the admission plan", "err", err)

@@ -59,6 +59,9 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 			c.Detail = fmt.Sprintf("%s via %s", e.Method, e.Controller)
 		} else {
 			c.Detail = fmt.Sprintf("only %s (%s): limits are not enforced by the kernel", e.Level, e.Method)
+			if e.Reason != "" {
+				c.Detail += ": " + e.Reason
+			}
 			c.Fix = enforcementFix(d.backend.Name(), r)
 		}
 		checks = append(checks, c)

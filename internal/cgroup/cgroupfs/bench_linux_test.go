@@ -51,7 +51,7 @@ func BenchmarkCreateScope(b *testing.B) {
 					if i > 0 && tc.limits == (cgroup.Limits{}) {
 						break // not moved in any v1 hierarchy
 					}
-					if err := cgroup.MoveProcess(dir, pid); err != nil {
+					if err := cgroup.MoveProcess(cgroup.Host, dir, pid); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -23,11 +23,16 @@ type Options struct {
 	// Mounts is where the cgroup hierarchies are mounted. The zero value
 	// means cgroup.ReadMounts().
 	Mounts cgroup.Mounts
+	// FS makes, removes and writes the groups. Nil means cgroup.Host,
+	// whose cgroup2 mount New checks first; another FS (a model of the
+	// kernel in tests) is taken as it is.
+	FS cgroup.FS
 }
 
 // Backend is the cgroupfs implementation of cgroup.Backend. Create it
 // with New; its methods are safe for concurrent use.
 type Backend struct {
+	fs     cgroup.FS
 	mounts cgroup.Mounts
 	root   string // Options.Root, cleaned
 	tree   string // root/marshal.slice, relative to each mount

@@ -36,10 +36,15 @@ func New(opts Options) (*Backend, error) {
 	if m.V2 == "" {
 		return nil, fmt.Errorf("cgroupfs: no cgroup2 mount: %w", cgroup.ErrUnavailable)
 	}
-	if err := checkV2Mount(m.V2, filepath.Join(m.V2, root)); err != nil {
-		return nil, err
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = cgroup.Host
+		if err := checkV2Mount(m.V2, filepath.Join(m.V2, root)); err != nil {
+			return nil, err
+		}
 	}
 	b := &Backend{
+		fs:      fsys,
 		mounts:  m,
 		root:    root,
 		tree:    path.Join(root, scope.RootSlice),
@@ -162,11 +167,14 @@ func (b *Backend) EnsureSlice(ctx context.Context, profile string, limits cgroup
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	rel := b.sliceRel(profile)
-	if err := os.MkdirAll(b.v2(rel), 0o755); err != nil {
-		return cgroup.Applied{}, fmt.Errorf("creating slice of profile %q: %w", profile, err)
+	// A slice whose scopes cannot get their controllers still takes its
+	// own limits; the error says what its scopes lack.
+	terr := b.ensureSlice(rel)
+	if terr != nil && !errors.Is(terr, errNoDelegation) {
+		return cgroup.Applied{}, fmt.Errorf("creating slice of profile %q: %w", profile, terr)
 	}
 	applied, err := b.applyLimits(rel, limits, false)
-	if err != nil {
+	if err = errors.Join(terr, err); err != nil {
 		return applied, fmt.Errorf("limits of profile %q: %w", profile, err)
 	}
 	return applied, nil
@@ -197,9 +205,9 @@ func (b *Backend) applyLimits(rel string, want cgroup.Limits, fresh bool) (cgrou
 		var got int64
 		var err error
 		if fresh {
-			got, err = cgroup.WriteLimit(dir, r, m, w)
+			got, err = cgroup.WriteLimit(b.fs, dir, r, m, w)
 		} else {
-			got, _, err = cgroup.SetLimit(dir, r, m, w)
+			got, _, err = cgroup.SetLimit(b.fs, dir, r, m, w)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -211,19 +219,12 @@ func (b *Backend) applyLimits(rel string, want cgroup.Limits, fresh bool) (cgrou
 }
 
 // mkdirGroup creates group dir and reports whether it did. When dir's
-// parent is missing it creates the parent first if makeParent, and
-// otherwise reports false. An existing dir is an error wrapping
-// cgroup.ErrExists.
-func mkdirGroup(dir string, makeParent bool) (bool, error) {
-	err := os.Mkdir(dir, 0o755)
+// parent is missing it reports false. An existing dir is an error
+// wrapping cgroup.ErrExists.
+func (b *Backend) mkdirGroup(dir string) (bool, error) {
+	err := b.fs.Mkdir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if !makeParent {
-			return false, nil
-		}
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			return false, err
-		}
-		err = os.Mkdir(dir, 0o755)
+		return false, nil
 	}
 	if errors.Is(err, fs.ErrExist) {
 		return false, fmt.Errorf("%s: %w", dir, cgroup.ErrExists)
@@ -231,28 +232,15 @@ func mkdirGroup(dir string, makeParent bool) (bool, error) {
 	return err == nil, err
 }
 
-// prepareLimit makes the file for r's limit of group rel exist: on v1 by
-// creating the group in r's hierarchy, on v2 by enabling r's controller in
-// every ancestor's cgroup.subtree_control that lacks it.
+// prepareLimit makes the file for r's limit of group rel exist on v1,
+// by creating the group in r's hierarchy. On v2 the file is there once
+// the parent enables r's controller, which ensureSlice did.
 func (b *Backend) prepareLimit(r cgroup.Resource, rel string) error {
-	switch b.methods[r] {
-	case cgroup.MethodCgroupV1:
-		if err := os.MkdirAll(b.v1(r, rel), 0o755); err != nil {
-			return fmt.Errorf("creating %s group: %w", r, err)
-		}
-	case cgroup.MethodCgroupV2:
-		var ancestors []string
-		for p := path.Dir(rel); ; p = path.Dir(p) {
-			ancestors = append(ancestors, p)
-			if p == "/" {
-				break
-			}
-		}
-		for _, p := range slices.Backward(ancestors) {
-			if _, err := cgroup.EnableControllers(b.v2(p), cgroup.Controller(r)); err != nil {
-				return err
-			}
-		}
+	if b.methods[r] != cgroup.MethodCgroupV1 {
+		return nil
+	}
+	if _, err := cgroup.MkdirAll(b.fs, b.v1(r, rel)); err != nil {
+		return fmt.Errorf("creating %s group: %w", r, err)
 	}
 	return nil
 }
@@ -286,7 +274,7 @@ func (b *Backend) RemoveSlice(ctx context.Context, profile string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rel := b.sliceRel(profile)
-	if err := cgroup.RemoveGroup(b.v2(rel)); err != nil {
+	if err := cgroup.RemoveGroup(b.fs, b.v2(rel)); err != nil {
 		return fmt.Errorf("slice of profile %q: %w", profile, err)
 	}
 	var errs []error
@@ -296,10 +284,10 @@ func (b *Backend) RemoveSlice(ctx context.Context, profile string) error {
 		names, _ := os.ReadDir(dir)
 		for _, e := range names {
 			if id, ok := scope.ParseScopeName(e.Name()); ok && e.IsDir() && id.Profile == profile {
-				errs = append(errs, cgroup.RemoveGroup(filepath.Join(dir, e.Name())))
+				errs = append(errs, cgroup.RemoveGroup(b.fs, filepath.Join(dir, e.Name())))
 			}
 		}
-		errs = append(errs, cgroup.RemoveGroup(dir))
+		errs = append(errs, cgroup.RemoveGroup(b.fs, dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("slice of profile %q: %w", profile, err)
@@ -344,11 +332,14 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 	)
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, undoCreate(pid, moved, created))
+			err = errors.Join(err, b.undoCreate(pid, moved, created))
 		}
 	}()
+	if err := b.ensureSlice(path.Dir(rel)); err != nil {
+		return cgroup.Scope{}, cgroup.Applied{}, err
+	}
 	v2dir := b.v2(rel)
-	if _, err := mkdirGroup(v2dir, true); err != nil {
+	if _, err := b.mkdirGroup(v2dir); err != nil {
 		return cgroup.Scope{}, cgroup.Applied{}, err
 	}
 	created = append(created, v2dir)
@@ -366,7 +357,12 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 		if dir == "" || slices.ContainsFunc(places, func(p placement) bool { return p.dir == dir }) {
 			continue
 		}
-		made, err := mkdirGroup(dir, limits.Get(r) != 0)
+		if limits.Get(r) != 0 {
+			if _, err := cgroup.MkdirAll(b.fs, filepath.Dir(dir)); err != nil {
+				return cgroup.Scope{}, cgroup.Applied{}, err
+			}
+		}
+		made, err := b.mkdirGroup(dir)
 		if err != nil {
 			return cgroup.Scope{}, cgroup.Applied{}, err
 		}
@@ -392,7 +388,7 @@ func (b *Backend) createScope(ctx context.Context, profile, id string, pid int, 
 		return cgroup.Scope{}, cgroup.Applied{}, err
 	}
 	for _, p := range places {
-		if err := cgroup.MoveProcess(p.dir, pid); err != nil {
+		if err := cgroup.MoveProcess(b.fs, p.dir, pid); err != nil {
 			return cgroup.Scope{}, cgroup.Applied{}, err
 		}
 		moved = append(moved, p)
@@ -415,18 +411,18 @@ type placement struct {
 
 // undoCreate moves pid back out of the groups in moved to where it came
 // from, then removes the groups in created, last first.
-func undoCreate(pid int, moved []placement, created []string) error {
+func (b *Backend) undoCreate(pid int, moved []placement, created []string) error {
 	var errs []error
 	for _, p := range slices.Backward(moved) {
 		if p.back == "" {
 			continue
 		}
-		if err := cgroup.MoveProcess(p.back, pid); err != nil && !errors.Is(err, cgroup.ErrNoProcess) {
+		if err := cgroup.MoveProcess(b.fs, p.back, pid); err != nil && !errors.Is(err, cgroup.ErrNoProcess) {
 			errs = append(errs, fmt.Errorf("undoing: %w", err))
 		}
 	}
 	for _, dir := range slices.Backward(created) {
-		if err := cgroup.RemoveGroup(dir); err != nil {
+		if err := cgroup.RemoveGroup(b.fs, dir); err != nil {
 			errs = append(errs, fmt.Errorf("undoing: %w", err))
 		}
 	}
@@ -514,8 +510,8 @@ func (b *Backend) ListScopes(ctx context.Context) ([]cgroup.Scope, error) {
 // watched before the first slice exists.
 func (b *Backend) Watch(ctx context.Context, fn func(cgroup.Event)) error {
 	dir := b.v2(b.tree)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
+	if _, err := cgroup.MkdirAll(b.fs, dir); err != nil {
+		return err
 	}
 	return cgroup.WatchTree(ctx, b.mounts.V2, dir, fn)
 }
@@ -548,12 +544,12 @@ func (b *Backend) RemoveScope(ctx context.Context, s cgroup.Scope) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := removeEmptyTree(b.v2(rel)); err != nil {
+	if err := b.removeEmptyTree(b.v2(rel)); err != nil {
 		return fmt.Errorf("removing scope %s: %w", s.Name, err)
 	}
 	var errs []error
 	for _, dir := range b.v1Dirs(rel) {
-		errs = append(errs, cgroup.RemoveGroup(dir))
+		errs = append(errs, cgroup.RemoveGroup(b.fs, dir))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("removing scope %s: %w", s.Name, err)
@@ -563,8 +559,8 @@ func (b *Backend) RemoveScope(ctx context.Context, s cgroup.Scope) error {
 
 // removeEmptyTree removes v2 group dir and the groups below it, unless a
 // process is in any of them (ErrBusy). A missing group is no error.
-func removeEmptyTree(dir string) error {
-	err := cgroup.RemoveGroup(dir)
+func (b *Backend) removeEmptyTree(dir string) error {
+	err := cgroup.RemoveGroup(b.fs, dir)
 	if !errors.Is(err, cgroup.ErrBusy) {
 		return err // the common case: one rmdir
 	}
@@ -586,7 +582,7 @@ func removeEmptyTree(dir string) error {
 		return err
 	}
 	for _, g := range slices.Backward(groups) {
-		if err := cgroup.RemoveGroup(g); err != nil {
+		if err := cgroup.RemoveGroup(b.fs, g); err != nil {
 			return err
 		}
 	}
@@ -606,20 +602,14 @@ func (b *Backend) Kill(ctx context.Context, s cgroup.Scope) error {
 		return err
 	}
 	dir := b.v2(rel)
-	err = cgroup.KillGroup(dir)
+	err = cgroup.KillGroup(b.fs, dir)
 	if errors.Is(err, errors.ErrUnsupported) {
-		err = killByFreezing(ctx, dir)
+		err = cgroup.SignalTree(ctx, b.fs, dir, unix.SIGKILL)
 	}
 	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
 		return fmt.Errorf("killing scope %s: %w", s.Name, err)
 	}
 	return nil
-}
-
-// killByFreezing kills every process in v2 group dir and below it without
-// cgroup.kill (cgroup.SignalTree).
-func killByFreezing(ctx context.Context, dir string) error {
-	return cgroup.SignalTree(ctx, dir, unix.SIGKILL)
 }
 
 // Terminate sends SIGTERM to every process in scope s and below it, the
@@ -630,7 +620,7 @@ func (b *Backend) Terminate(ctx context.Context, s cgroup.Scope) error {
 	if err != nil {
 		return err
 	}
-	if err := cgroup.SignalTree(ctx, b.v2(rel), unix.SIGTERM); err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+	if err := cgroup.SignalTree(ctx, b.fs, b.v2(rel), unix.SIGTERM); err != nil && !errors.Is(err, cgroup.ErrNotFound) {
 		return fmt.Errorf("terminating scope %s: %w", s.Name, err)
 	}
 	return nil

@@ -553,7 +553,7 @@ func TestKillByFreezingKillsTheWholeTree(t *testing.T) {
 	sh.Line(t)
 	dir := b.v2(s.Path)
 	// The fallback Kill uses where the kernel has no cgroup.kill.
-	if err := killByFreezing(ctx, dir); err != nil {
+	if err := cgroup.SignalTree(ctx, cgroup.Host, dir, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, testutil.Deadline)
@@ -586,7 +586,7 @@ func TestRemoveScopeTakesEmptyChildGroupsAlong(t *testing.T) {
 	if err := os.MkdirAll(deep, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := cgroup.MoveProcess(deep, sleeper.PID()); err != nil {
+	if err := cgroup.MoveProcess(cgroup.Host, deep, sleeper.PID()); err != nil {
 		t.Fatal(err)
 	}
 	if got := identityOf(t, sleeper.PID()); got.Path != s.Path {

@@ -8,6 +8,14 @@
 //	<cgroup2 mount><Root>/marshal.slice/marshal-<esc(profile)>.slice/marshal-<esc(profile)>-<id>.scope
 //
 // Limits go to cgroup v2 controllers when the cgroup2 hierarchy has them.
+// A v2 group's limit files exist only where its parent enables the
+// controller, so every slice enables cpu, memory and pids for its scopes,
+// as do marshal.slice and Root above it, marshal's own groups; Root's
+// parent is not marshal's, and what it delegates (Root's
+// cgroup.controllers) is what marshal can have. A group that holds
+// processes can enable nothing for its children (the no-internal-process
+// rule): marshal never puts a process in Root or a slice, moves none out,
+// and reports the resources it cannot hold, with the reason, in Probe.
 // On a hybrid host, where cpu, memory and pids are bound to cgroup v1
 // hierarchies, the same relative path is created in each v1 hierarchy that
 // carries a limit and the limit is set there (cpu.cfs_quota_us with

@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
-	"strings"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
@@ -25,15 +23,20 @@ var probeValues = map[cgroup.Resource]int64{
 	cgroup.PIDs:   64,
 }
 
-// Probe reports, per resource, the firmest enforcement this host gives:
-// kernel through a cgroup v2 controller that the tree's nearest existing
-// group can enable, or kernel through a cgroup v1 controller that took and
-// read back a limit in a scratch group (created below Root and removed
-// again); else cooperative scheduling priority for cpu, and bookkeeping
-// for memory and pids.
+// Probe reports, per resource, the firmest enforcement this host gives,
+// having made the kernel take and read back a limit in a scratch group
+// below Root (removed again, with any group on the way it had to
+// create): kernel through the cgroup v2 controller, enabled in Root's
+// cgroup.subtree_control as EnsureSlice would; or kernel through the
+// cgroup v1 controller of a hybrid host. Else cooperative scheduling
+// priority for cpu and bookkeeping for memory and pids, with the reason
+// when a controller is there but not given to marshal's tree.
+//
+// The host's reported levels, the admission plan and doctor all come
+// from here, so they cannot disagree.
 func (b *Backend) Probe(ctx context.Context) (cgroup.Capabilities, error) {
-	// Probe's scratch groups may create Root in a v1 hierarchy and remove
-	// it again, which must not race a slice being created there.
+	// Probe's scratch groups may create Root and remove it again, which
+	// must not race a slice being created there.
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	caps := cgroup.Capabilities{}
@@ -42,25 +45,27 @@ func (b *Backend) Probe(ctx context.Context) (cgroup.Capabilities, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var ok bool
-		var err error
-		switch m := b.methods[r]; m {
-		case cgroup.MethodCgroupV2:
-			ok, err = b.probeV2(r)
-		case cgroup.MethodCgroupV1:
-			ok, err = b.probeV1(r)
+		m := b.methods[r]
+		var (
+			reason string
+			err    error
+		)
+		switch m {
+		case cgroup.MethodCgroupV2, cgroup.MethodCgroupV1:
+			reason, err = b.probe(r, m)
+		default:
+			reason = fmt.Sprintf("no cgroup hierarchy here has the %s controller", cgroup.Controller(r))
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
 		switch {
-		case ok:
-			m := b.methods[r]
+		case err == nil && reason == "":
 			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: m, Controller: cgroup.LimitFile(r, m)}
 		case r == cgroup.CPU:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS}
+			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS, Reason: reason}
 		default:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}
+			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting, Reason: reason}
 		}
 	}
 	// A resource whose probe failed is reported at the level that needs no
@@ -68,35 +73,25 @@ func (b *Backend) Probe(ctx context.Context) (cgroup.Capabilities, error) {
 	return caps, errors.Join(errs...)
 }
 
-// probeV2 reports whether r's controller can be enabled for the tree: it
-// is listed in cgroup.controllers of the nearest existing group on the way
-// to the tree, from where EnsureSlice enables it downwards.
-func (b *Backend) probeV2(r cgroup.Resource) (bool, error) {
-	dir := b.v2(b.tree)
-	for {
-		if _, err := os.Stat(dir); err == nil || dir == b.mounts.V2 {
-			break
-		}
-		dir = filepath.Dir(dir)
-	}
-	avail, err := cgroup.ReadFile(dir, cgroup.FileControllers)
-	if err != nil {
-		return false, fmt.Errorf("probing %s: %w", r, err)
-	}
-	return slices.Contains(strings.Fields(avail), cgroup.Controller(r)), nil
-}
-
-// probeV1 writes a limit for r in a scratch group of r's v1 hierarchy and
-// reports whether reading it back gave the value written. It removes the
-// scratch group, and any group on the way to it that it had to create.
-func (b *Backend) probeV1(r cgroup.Resource) (ok bool, err error) {
+// probe writes a limit for r under method m in a scratch group below
+// Root and reads it back. It returns why the kernel cannot hold r's
+// limits for marshal's tree ("" when it can), or an error when probing
+// itself failed.
+func (b *Backend) probe(r cgroup.Resource, m cgroup.Method) (reason string, err error) {
 	var suffix [6]byte
 	rand.Read(suffix[:])
-	scratch := b.v1(r, filepath.Join(b.root, "marshal-probe-"+hex.EncodeToString(suffix[:])))
-	created, err := mkdirChain(scratch)
+	rel := path.Join(b.root, "marshal-probe-"+hex.EncodeToString(suffix[:]))
+	scratch := b.limitDir(r, rel)
+	created, err := cgroup.MkdirAll(b.fs, scratch)
+	if m == cgroup.MethodCgroupV2 && len(created) > 1 {
+		// Root stays: Watch makes marshal's tree in it without the lock
+		// that orders Probe against the rest, and EnsureSlice would make
+		// it anyway.
+		created = created[len(created)-1:]
+	}
 	defer func() {
 		for _, dir := range slices.Backward(created) {
-			rerr := cgroup.RemoveGroup(dir)
+			rerr := cgroup.RemoveGroup(b.fs, dir)
 			if rerr != nil && (dir == scratch || !errors.Is(rerr, cgroup.ErrBusy)) {
 				// A group on the way that is busy now holds someone
 				// else's group: it stays, as it would had it existed.
@@ -105,35 +100,28 @@ func (b *Backend) probeV1(r cgroup.Resource) (ok bool, err error) {
 		}
 	}()
 	if err != nil {
-		return false, fmt.Errorf("probing %s: %w", r, err)
+		return "", fmt.Errorf("probing %s: %w", r, err)
+	}
+	if m == cgroup.MethodCgroupV2 {
+		rels := []string{b.root}
+		if _, err := os.Stat(b.v2(b.tree)); err == nil {
+			rels = append(rels, b.tree)
+		}
+		err := b.enableDown(rels, []string{cgroup.Controller(r)})
+		if errors.Is(err, errNoDelegation) {
+			return err.Error(), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("probing %s: %w", r, err)
+		}
 	}
 	want := probeValues[r]
-	got, _, err := cgroup.SetLimit(scratch, r, cgroup.MethodCgroupV1, want)
+	got, _, err := cgroup.SetLimit(b.fs, scratch, r, m, want)
 	if err != nil {
-		return false, fmt.Errorf("probing %s: %w", r, err)
+		return "", fmt.Errorf("probing %s: %w", r, err)
 	}
-	return got == want, nil
-}
-
-// mkdirChain creates dir and every missing group on the way to it, and
-// returns the ones it created, parents first.
-func mkdirChain(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
-			return nil, err
-		}
-		missing = append(missing, d)
+	if got != want {
+		return fmt.Sprintf("%s took %d and read back %d", cgroup.LimitFile(r, m), want, got), nil
 	}
-	var created []string
-	for _, d := range slices.Backward(missing) {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return created, err
-		} else if err == nil {
-			created = append(created, d)
-		}
-	}
-	return created, nil
+	return "", nil
 }

@@ -1,6 +1,17 @@
-// Package cgrouptest is a fake of the kernel's cgroup2 tree behind a
-// cgroup.Backend, for tests that must run without root. It is imported
-// only by tests; nothing in a marshal binary links it.
+// Package cgrouptest fakes the kernel's cgroups for tests that must run
+// without root, or on a layout this machine does not have. It is imported
+// only by tests; nothing in a marshal binary links it. It has two fakes:
+//
+// Kernel models the kernel's cgroup hierarchies behind cgroup.FS, in the
+// layouts hosts boot with (pure cgroup v2, hybrid, v1 only), so that the
+// real cgroupfs backend runs on each: its rules (a group's
+// cgroup.controllers is its parent's cgroup.subtree_control, a
+// controller's files exist only where it is enabled, the no-internal-
+// process rule) are the ones that decide whether marshal's limits can be
+// written at all. See Kernel.
+//
+// Fake is a cgroup.Backend of its own over a fake cgroup2 tree, for tests
+// of what sits above a backend.
 //
 // A Fake keeps marshal's tree (marshal.slice, the profile slices, the
 // scopes) in a temporary directory laid out as the cgroup2 mount would

@@ -556,7 +556,7 @@ func (f *Fake) setLimitsLocked(rel string, limits cgroup.Limits) (cgroup.Applied
 		if f.caps[r].Level != v1alpha1.LevelKernel {
 			continue // no controller: Applied shows no limit
 		}
-		got, _, err := cgroup.SetLimit(f.dir(rel), r, cgroup.MethodCgroupV2, limits.Get(r))
+		got, _, err := cgroup.SetLimit(cgroup.Host, f.dir(rel), r, cgroup.MethodCgroupV2, limits.Get(r))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -50,7 +50,7 @@ func BenchmarkCreateRemoveScope(b *testing.B) {
 					b.Fatal(err)
 				}
 				for _, dir := range holds {
-					if err := cgroup.MoveProcess(dir, pid); err != nil {
+					if err := cgroup.MoveProcess(cgroup.Host, dir, pid); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -234,7 +234,7 @@ func (b *Backend) Kill(ctx context.Context, s cgroup.Scope) error {
 		return fmt.Errorf("systemd: killing scope %s: %w", s.Name, err)
 	}
 	if dir := b.v2(rel); dir != "" {
-		err := cgroup.KillGroup(dir)
+		err := cgroup.KillGroup(cgroup.Host, dir)
 		if err == nil || errors.Is(err, cgroup.ErrNotFound) {
 			return nil
 		}
@@ -262,7 +262,7 @@ func (b *Backend) Terminate(ctx context.Context, s cgroup.Scope) error {
 		return fmt.Errorf("systemd: terminating scope %s: %w", s.Name, err)
 	}
 	if dir := b.v2(rel); dir != "" {
-		err := cgroup.SignalTree(ctx, dir, syscall.SIGTERM)
+		err := cgroup.SignalTree(ctx, cgroup.Host, dir, syscall.SIGTERM)
 		if err == nil || errors.Is(err, cgroup.ErrNotFound) {
 			return nil
 		}

@@ -181,10 +181,18 @@ func (b *Backend) Probe(ctx context.Context) (caps cgroup.Capabilities, err erro
 		case ok && a.Limits.Get(r) == probeLimits.Get(r):
 			caps[r] = e
 		case r == cgroup.CPU:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS}
+			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS, Reason: notApplied(r)}
 		default:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}
+			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting, Reason: notApplied(r)}
 		}
 	}
 	return caps, nil
+}
+
+// notApplied says why r's probe limit did not show in the probe slice's
+// cgroup: systemd accepts the property and drops it when the controller
+// is not its to give.
+func notApplied(r cgroup.Resource) string {
+	return fmt.Sprintf("systemd took %s= for a probe slice but its cgroup does not hold it: the %s controller is not delegated to this manager (a user manager gets what user@.service's Delegate= gives; on a hybrid host the v1 controllers are not systemd's to delegate)",
+		map[cgroup.Resource]string{cgroup.CPU: "CPUQuota", cgroup.Memory: "MemoryMax", cgroup.PIDs: "TasksMax"}[r], cgroup.Controller(r))
 }

@@ -25,6 +25,9 @@ const (
 	ReasonRootNotDirectory = "RootNotDirectory"
 	ReasonRootInaccessible = "RootInaccessible"
 	ReasonProfileMissing   = "ProfileMissing"
+	// ReasonProfileNotReady: the profile's slice cannot be made, so no
+	// scope of it can be either.
+	ReasonProfileNotReady = "ProfileNotReady"
 	// Host Ready.
 	ReasonProbed        = "Probed"
 	ReasonProbeFailed   = "ProbeFailed"

@@ -161,6 +161,8 @@ func (m *Manager) Synced() <-chan struct{} { return m.synced }
 //   - a Profile change: that profile, the workspaces naming it (an index)
 //     and the agents of its scopes (for their Orphaned condition);
 //   - a Workspace change: that workspace;
+//   - a Profile's status change: the workspaces naming it (their
+//     readiness follows the profile's slice);
 //   - a Host change: that host and the local host key (the status key
 //     moves between them), and every Consumer;
 //   - a Consumer change: every Consumer (each is judged against the
@@ -260,6 +262,8 @@ func (m *Manager) wire() {
 	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindProfile,
 		reconcile.EnqueueMapped(m.agents, e.scopesByProfile.Referrers))))
 	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindWorkspace, reconcile.EnqueueKey(m.workspaces))))
+	// A workspace is not Ready while its profile's slice cannot be made.
+	on(s.Profiles.OnChange(reconcile.EnqueueMapped(m.workspaces, e.workspacesByProfile.Referrers)))
 	on(s.Desired.OnChange(reconcile.ForKind(v1alpha1.KindHost, m.enqueueHost)))
 	// A Consumer is judged against every other Consumer and the Host.
 	on(s.Desired.OnChange(func(k reconcile.Key) {

@@ -391,3 +391,32 @@ func testProfileDeletedBusySliceWithoutScopesIsRetried(t *testing.T, k controlle
 		t.Error("slice left behind")
 	}
 }
+
+// A profile whose slice cannot be made makes its workspaces not Ready,
+// with the profile's cause; once the slice is made they are Ready again.
+func TestProfileSliceFailureMakesItsWorkspacesNotReady(t *testing.T) {
+	controllers.OnEachKernel(t, testProfileSliceFailureMakesItsWorkspacesNotReady)
+}
+
+func testProfileSliceFailureMakesItsWorkspacesNotReady(t *testing.T, k controllers.Kernel) {
+	faulty := &failingEnsure{fail: 3}
+	h := newHarness(t, k, harnessOptions{wrap: func(b cgroup.Backend) cgroup.Backend {
+		faulty.Backend = b
+		return faulty
+	}})
+	h.declare(profile("coder", "", nil))
+	h.declare(workspace("web", t.TempDir(), "coder"))
+	key := controllers.WorkspaceKey("web")
+	h.start()
+
+	h.waitFor("web not Ready for its profile", func() bool {
+		st, _ := h.s.Workspaces.Get(key)
+		c := cond(st.Conditions, v1alpha1.ConditionReady)
+		return c.Status == v1alpha1.ConditionFalse && c.Reason == controllers.ReasonProfileNotReady &&
+			strings.Contains(c.Message, "profile coder is not Ready") && strings.Contains(c.Message, errInjected.Error())
+	})
+	h.waitFor("web Ready once the slice is made", func() bool {
+		st, _ := h.s.Workspaces.Get(key)
+		return cond(st.Conditions, v1alpha1.ConditionReady).Status == v1alpha1.ConditionTrue
+	})
+}

@@ -54,6 +54,11 @@ func (r *workspaceReconciler) Reconcile(_ context.Context, req reconcile.Request
 			reason = ReasonProfileMissing
 		}
 		problems = append(problems, fmt.Sprintf("profile %s is not declared", w.Spec.Profile))
+	} else if msg, failed := r.sliceFailed(w.Spec.Profile); failed {
+		if reason == "" {
+			reason = ReasonProfileNotReady
+		}
+		problems = append(problems, fmt.Sprintf("profile %s is not Ready: %s", w.Spec.Profile, msg))
 	}
 	ready := condition(v1alpha1.ConditionReady, true, ReasonWorkspaceReady, "",
 		fmt.Sprintf("root %s is a directory and profile %s is declared", w.Spec.Root, w.Spec.Profile))
@@ -116,4 +121,20 @@ func (e *env) reservedIn(name string) int64 {
 		return 0
 	}
 	return e.launches.Reserved(name)
+}
+
+// sliceFailed returns the message of profile's Ready condition while its
+// slice cannot be made: no launch into its workspaces could make a scope.
+// A profile not Ready for its egress proxy is left to the launch's own,
+// more precise, refusal.
+func (r *workspaceReconciler) sliceFailed(profile string) (string, bool) {
+	st, ok := r.s.Profiles.Get(ProfileKey(profile))
+	if !ok {
+		return "", false
+	}
+	c := FindCondition(st.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Status != v1alpha1.ConditionFalse || c.Reason != ReasonSliceFailed {
+		return "", false
+	}
+	return c.Message, true
 }

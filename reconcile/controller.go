@@ -90,6 +90,14 @@ type Controller struct {
 	pending    []Key
 	pendingSet map[Key]struct{}
 
+	// failMu guards failing.
+	failMu sync.Mutex
+	// failing holds, per key that failed since its last success, the
+	// error last logged for it: a retry that fails the same way logs at
+	// debug level only, so that a key backing off logs one line per
+	// change of cause, not one per retry.
+	failing map[Key]string
+
 	stats counters
 	// busy holds, per worker, when the call it is running started, as
 	// nanoseconds since made on the controller's clock plus one, or 0
@@ -146,6 +154,7 @@ func NewController(name string, r Reconciler, o Options) (*Controller, error) {
 		limiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[Key](o.BackoffBase, o.BackoffMax),
 		metrics:    o.MetricsProvider,
 		pendingSet: make(map[Key]struct{}),
+		failing:    make(map[Key]string),
 		busy:       make([]atomic.Int64, o.Workers),
 		made:       o.Clock.Now(),
 	}, nil
@@ -257,6 +266,9 @@ func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingI
 	switch {
 	case err == nil:
 		q.Forget(key)
+		if c.recovered(key) {
+			c.log.InfoContext(ctx, "reconcile succeeded after failures", "key", key.String())
+		}
 		if res.RequeueAfter > 0 {
 			c.stats.requeues.Add(1)
 			q.AddAfter(key, res.RequeueAfter)
@@ -272,6 +284,7 @@ func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingI
 	case IsTerminal(err):
 		c.stats.terminal.Add(1)
 		q.Forget(key)
+		c.recovered(key)
 		c.log.ErrorContext(ctx, "reconcile failed; not retrying until the object changes",
 			"key", key.String(), "duration", elapsed, "err", err)
 	default:
@@ -280,11 +293,16 @@ func (c *Controller) process(ctx context.Context, q workqueue.TypedRateLimitingI
 		q.AddAfter(key, delay)
 		attrs := []any{"key", key.String(), "duration", elapsed, "err", err,
 			"failures", c.limiter.NumRequeues(key), "retry_in", delay}
-		if pe := (*PanicError)(nil); errors.As(err, &pe) {
+		pe := (*PanicError)(nil)
+		if errors.As(err, &pe) {
 			c.stats.panics.Add(1)
 			attrs = append(attrs, "stack", string(pe.Stack))
 		}
-		c.log.ErrorContext(ctx, "reconcile failed; will retry", attrs...)
+		if c.newCause(key, err) || pe != nil {
+			c.log.ErrorContext(ctx, "reconcile failed; will retry", attrs...)
+		} else {
+			c.log.DebugContext(ctx, "reconcile failed again, the same way; will retry", attrs...)
+		}
 	}
 }
 
@@ -334,3 +352,23 @@ type stoppedTicker struct{}
 
 func (stoppedTicker) C() <-chan time.Time { return nil }
 func (stoppedTicker) Stop()               {}
+
+// newCause notes err as key's failure and reports whether it differs from
+// the one noted before: a new cause, worth a line at error level.
+func (c *Controller) newCause(key Key, err error) bool {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	msg := err.Error()
+	last, ok := c.failing[key]
+	c.failing[key] = msg
+	return !ok || last != msg
+}
+
+// recovered forgets key's failure and reports whether it had one.
+func (c *Controller) recovered(key Key) bool {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	_, ok := c.failing[key]
+	delete(c.failing, key)
+	return ok
+}

@@ -374,3 +374,52 @@ func TestIdleControllerSetsNoTimer(t *testing.T) {
 		}
 	})
 }
+
+// A key that keeps failing the same way logs one error line, not one per
+// retry; a new cause logs again, and the success after them one line.
+func TestRetriesLogOneLinePerCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		var calls atomic.Int64
+		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			switch n := calls.Add(1); {
+			case n <= 4:
+				return reconcile.Result{}, errors.New("cgroup.procs: permission denied")
+			case n <= 7:
+				return reconcile.Result{}, errors.New("cgroup.subtree_control: no such file or directory")
+			}
+			return reconcile.Result{}, nil
+		})
+		clk := newFakeClock()
+		c, err := reconcile.NewController("profile", r, reconcile.Options{Logger: log, Clock: clk, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, c)
+		c.Enqueue(keyA)
+		for calls.Load() < 8 {
+			synctest.Wait()
+			clk.Step(time.Millisecond)
+		}
+		synctest.Wait()
+		stop()
+
+		var errs, recovered int
+		for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			switch {
+			case m["level"] == "ERROR":
+				errs++
+			case m["msg"] == "reconcile succeeded after failures":
+				recovered++
+			}
+		}
+		if errs != 2 || recovered != 1 {
+			t.Errorf("%d error lines and %d recovery lines for 7 failures of 2 causes, want 2 and 1:\n%s", errs, recovered, buf.String())
+		}
+	})
+}

@@ -281,7 +281,7 @@ func (b *batch) retireEnded(consumer string) {
 // chargedIDs lists the attempts charged as of this batch.
 func (b *batch) chargedIDs() []string {
 	ids := slices.Collect(maps.Keys(b.a.led.charged))
-	for id, r := range b.recs {
+	for id, r := range b.recs.staged {
 		if _, known := b.a.led.charged[id]; r.Phase.Charged() && !known {
 			ids = append(ids, id)
 		}
@@ -290,39 +290,11 @@ func (b *batch) chargedIDs() []string {
 }
 
 // allInstances returns every instance as staged or stored.
-func (b *batch) allInstances() []instanceRecord {
-	out := make([]instanceRecord, 0, len(b.a.led.instances)+len(b.instances))
-	for k, r := range b.a.led.instances {
-		if _, staged := b.instances[k]; !staged {
-			out = append(out, r)
-		}
-	}
-	for _, r := range b.instances {
-		out = append(out, r)
-	}
-	return out
-}
+func (b *batch) allInstances() []instanceRecord { return b.instances.all() }
 
-func (b *batch) instance(k instanceKey) (instanceRecord, bool) {
-	if r, ok := b.instances[k]; ok {
-		return r, true
-	}
-	r, ok := b.a.led.instances[k]
-	return r, ok
-}
+func (b *batch) instance(k instanceKey) (instanceRecord, bool) { return b.instances.get(k) }
 
-func (b *batch) putInstance(r instanceRecord) {
-	k := r.key()
-	old, had := b.instances[k]
-	b.undo = append(b.undo, func() {
-		if had {
-			b.instances[k] = old
-		} else {
-			delete(b.instances, k)
-		}
-	})
-	b.instances[k] = r
-}
+func (b *batch) putInstance(r instanceRecord) { b.instances.set(r.key(), r) }
 
 // authorizeInstance checks that p, an instance's principal, is of this
 // opening, its instance registered by its process and not retired, and

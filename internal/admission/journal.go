@@ -393,76 +393,85 @@ func checkRecords(tx *bolt.Tx, boot string) (l *loaded, err error) {
 	// Walking every record first touches every page of the tree in this
 	// goroutine, where a fault is recovered, before bbolt's checker walks
 	// it on its own goroutine.
-	err = attempts.ForEach(func(k, v []byte) error {
-		if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 {
-			return fmt.Errorf("attempt key %x is not a sequence: %w", k, ErrJournalInconsistent)
-		}
-		seq := binary.BigEndian.Uint64(k)
-		r, err := decodeRecord(seq, "", v)
-		if err != nil {
-			return err
-		}
-		if err := r.validate(); err != nil {
-			return err
-		}
-		if other, dup := l.keys[r.ID]; dup {
-			return fmt.Errorf("attempt %+q is recorded at %d and %d: %w", r.ID, other, seq, ErrJournalInconsistent)
-		}
-		l.keys[r.ID] = seq
-		l.next = seq + 1 // ForEach walks the keys in order
-		if !r.Phase.Charged() {
-			return nil
-		}
-		l.charged[r.ID] = r
-		l.totals.Charged = l.totals.Charged.Add(r.Reservation.Quantities)
-		l.totals.Count++
-		switch {
-		case r.BootID != boot:
-			l.recover = append(l.recover, r)
-		case r.Phase == PhasePrepared:
-			l.prepared[r.ID] = r.Reservation.Deadline
-		case r.Phase != PhaseSuspect:
-			l.recover = append(l.recover, r)
-		}
-		return nil
-	})
+	err = attempts.ForEach(func(k, v []byte) error { return l.addAttempt(k, v, boot) })
 	if err != nil {
 		return nil, err
 	}
 	if stored != l.totals {
 		return nil, fmt.Errorf("charged totals %+v, the records add up to %+v: %w", stored, l.totals, ErrJournalInconsistent)
 	}
-	err = owners.ForEach(func(k, v []byte) error {
-		var o ownerRecord
-		if err := json.Unmarshal(v, &o); err != nil {
-			return fmt.Errorf("owner %+q: %w: %w", k, ErrJournalInconsistent, err)
-		}
-		if err := o.validate(string(k)); err != nil {
-			return err
-		}
-		l.owners[o.Name] = o
-		return nil
-	})
-	if err != nil {
+	if err := owners.ForEach(l.addOwner); err != nil {
 		return nil, err
 	}
 	if instances != nil {
-		err = instances.ForEach(func(k, v []byte) error {
-			var r instanceRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("instance %q: %w: %w", k, ErrJournalInconsistent, err)
-			}
-			if err := r.validate(k); err != nil {
-				return err
-			}
-			l.instances[r.key()] = r
-			return nil
-		})
-		if err != nil {
+		if err := instances.ForEach(l.addInstance); err != nil {
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// addAttempt checks the attempt stored under k and adds it to l: its
+// sequence, and when charged its reservation, and whether recovery for
+// boot changes it.
+func (l *loaded) addAttempt(k, v []byte, boot string) error {
+	if len(k) != 8 || binary.BigEndian.Uint64(k) == 0 {
+		return fmt.Errorf("attempt key %x is not a sequence: %w", k, ErrJournalInconsistent)
+	}
+	seq := binary.BigEndian.Uint64(k)
+	r, err := decodeRecord(seq, "", v)
+	if err != nil {
+		return err
+	}
+	if err := r.validate(); err != nil {
+		return err
+	}
+	if other, dup := l.keys[r.ID]; dup {
+		return fmt.Errorf("attempt %+q is recorded at %d and %d: %w", r.ID, other, seq, ErrJournalInconsistent)
+	}
+	l.keys[r.ID] = seq
+	l.next = seq + 1 // ForEach walks the keys in order
+	if !r.Phase.Charged() {
+		return nil
+	}
+	l.charged[r.ID] = r
+	l.totals.Charged = l.totals.Charged.Add(r.Reservation.Quantities)
+	l.totals.Count++
+	switch {
+	case r.BootID != boot:
+		l.recover = append(l.recover, r)
+	case r.Phase == PhasePrepared:
+		l.prepared[r.ID] = r.Reservation.Deadline
+	case r.Phase != PhaseSuspect:
+		l.recover = append(l.recover, r)
+	}
+	return nil
+}
+
+// addOwner checks the owner stored under k and adds it to l.
+func (l *loaded) addOwner(k, v []byte) error {
+	var o ownerRecord
+	if err := json.Unmarshal(v, &o); err != nil {
+		return fmt.Errorf("owner %+q: %w: %w", k, ErrJournalInconsistent, err)
+	}
+	if err := o.validate(string(k)); err != nil {
+		return err
+	}
+	l.owners[o.Name] = o
+	return nil
+}
+
+// addInstance checks the instance stored under k and adds it to l.
+func (l *loaded) addInstance(k, v []byte) error {
+	var r instanceRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return fmt.Errorf("instance %q: %w: %w", k, ErrJournalInconsistent, err)
+	}
+	if err := r.validate(k); err != nil {
+		return err
+	}
+	l.instances[r.key()] = r
+	return nil
 }
 
 // recovered returns what restart makes of a charged record: a prepared

@@ -74,14 +74,14 @@ type batch struct {
 	a *Authority
 	// tx reads the journal, begun when a request first needs it.
 	tx *bolt.Tx
-	// Staged state, layered over the journal and the ledger.
-	recs      map[string]*Record
-	owners    map[string]ownerRecord
-	instances map[instanceKey]instanceRecord
+	// Staged state, layered over the ledger; recs over the journal too.
+	recs      overlay[string, *Record]
+	owners    overlay[string, ownerRecord]
+	instances overlay[instanceKey, instanceRecord]
 	totals    totals
-	// keys holds the sequences of the attempts this batch records first;
-	// next is the one the next new attempt gets.
-	keys map[string]uint64
+	// keys holds the sequences of the attempts this batch records first
+	// over the ledger's; next is the one the next new attempt gets.
+	keys overlay[string, uint64]
 	next uint64
 	// undo restores the staged state; a request's entries are replayed
 	// backwards when it fails.
@@ -93,28 +93,21 @@ type batch struct {
 }
 
 func (a *Authority) newBatch() *batch {
-	return &batch{
-		a:         a,
-		recs:      map[string]*Record{},
-		owners:    map[string]ownerRecord{},
-		instances: map[instanceKey]instanceRecord{},
-		totals:    a.led.totals,
-		keys:      map[string]uint64{},
-		next:      a.led.next,
-	}
+	b := &batch{a: a, totals: a.led.totals, next: a.led.next}
+	b.recs = newOverlay[string, *Record](nil, &b.undo)
+	b.owners = newOverlay(a.led.owners, &b.undo)
+	b.instances = newOverlay(a.led.instances, &b.undo)
+	b.keys = newOverlay(a.led.keys, &b.undo)
+	return b
 }
 
 // key returns the journal sequence of an attempt recorded before or in
 // this batch.
-func (b *batch) key(id string) (uint64, bool) {
-	if seq, ok := b.keys[id]; ok {
-		return seq, true
-	}
-	seq, ok := b.a.led.keys[id]
-	return seq, ok
-}
+func (b *batch) key(id string) (uint64, bool) { return b.keys.get(id) }
 
-func (b *batch) dirty() bool { return len(b.recs)+len(b.owners)+len(b.instances) > 0 }
+func (b *batch) dirty() bool {
+	return len(b.recs.staged)+len(b.owners.staged)+len(b.instances.staged) > 0
+}
 
 func (b *batch) rollback(mark int) {
 	for i := len(b.undo) - 1; i >= mark; i-- {
@@ -126,7 +119,7 @@ func (b *batch) rollback(mark int) {
 // record returns the attempt as staged or stored, or nil. Records are
 // immutable once staged or stored: callers change a clone and put it.
 func (b *batch) record(id string) (*Record, error) {
-	if r, ok := b.recs[id]; ok {
+	if r, ok := b.recs.get(id); ok {
 		return r, nil
 	}
 	if r := b.a.led.charged[id]; r != nil {
@@ -186,26 +179,14 @@ func (b *batch) put(prev, next *Record) error {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	id := next.ID
-	old, had := b.recs[id]
-	oldTotals := b.totals
-	_, known := b.key(id)
-	if !known {
+	if _, known := b.key(id); !known {
 		// A sequence given up by a failed request is a harmless gap.
-		b.keys[id] = b.next
+		b.keys.set(id, b.next)
 		b.next++
 	}
-	b.undo = append(b.undo, func() {
-		if had {
-			b.recs[id] = old
-		} else {
-			delete(b.recs, id)
-		}
-		if !known {
-			delete(b.keys, id)
-		}
-		b.totals = oldTotals
-	})
-	b.recs[id] = next
+	oldTotals := b.totals
+	b.undo = append(b.undo, func() { b.totals = oldTotals })
+	b.recs.set(id, next)
 	b.totals.Charged = b.totals.Charged.Sub(prev.charge()).Add(next.charge())
 	if prev != nil && prev.Phase.Charged() {
 		b.totals.Count--
@@ -216,25 +197,9 @@ func (b *batch) put(prev, next *Record) error {
 	return nil
 }
 
-func (b *batch) owner(name string) (ownerRecord, bool) {
-	if o, ok := b.owners[name]; ok {
-		return o, true
-	}
-	o, ok := b.a.led.owners[name]
-	return o, ok
-}
+func (b *batch) owner(name string) (ownerRecord, bool) { return b.owners.get(name) }
 
-func (b *batch) putOwner(o ownerRecord) {
-	old, had := b.owners[o.Name]
-	b.undo = append(b.undo, func() {
-		if had {
-			b.owners[o.Name] = old
-		} else {
-			delete(b.owners, o.Name)
-		}
-	})
-	b.owners[o.Name] = o
-}
+func (b *batch) putOwner(o ownerRecord) { b.owners.set(o.Name, o) }
 
 // expireDue expires every prepared attempt whose deadline is at or
 // before now. It runs outside any request, so no request's failure undoes
@@ -252,18 +217,18 @@ func (b *batch) expireDue(now time.Time) error {
 
 // flush returns the staged state as puts.
 func (b *batch) flush() ([]put, error) {
-	puts, err := recordPuts(b.recs, b.key, b.totals)
+	puts, err := recordPuts(b.recs.staged, b.key, b.totals)
 	if err != nil {
 		return nil, err
 	}
-	for k, r := range b.instances {
+	for k, r := range b.instances.staged {
 		data, err := json.Marshal(r)
 		if err != nil {
 			return nil, err
 		}
 		puts = append(puts, put{walInstances, k.bytes(), data})
 	}
-	for name, o := range b.owners {
+	for name, o := range b.owners.staged {
 		data, err := json.Marshal(o)
 		if err != nil {
 			return nil, err
@@ -279,11 +244,11 @@ func (a *Authority) apply(b *batch) {
 	defer a.mu.Unlock()
 	l := &a.led
 	l.totals = b.totals
-	for id, seq := range b.keys {
+	for id, seq := range b.keys.staged {
 		l.keys[id] = seq
 	}
 	l.next = b.next
-	for id, r := range b.recs {
+	for id, r := range b.recs.staged {
 		if r.Phase.Charged() {
 			l.charged[id] = r.clone()
 		} else {
@@ -298,10 +263,10 @@ func (a *Authority) apply(b *batch) {
 			delete(l.prepared, id)
 		}
 	}
-	for name, o := range b.owners {
+	for name, o := range b.owners.staged {
 		l.owners[name] = o
 	}
-	for k, r := range b.instances {
+	for k, r := range b.instances.staged {
 		l.instances[k] = r
 	}
 	a.committedLocked()

@@ -29,10 +29,29 @@ func sources(t *testing.T, dir string) []string {
 	return out
 }
 
-// The config source stays in rooms a reader can hold in mind: the
-// watcher, the loader and the declarations apart, none over 400 lines.
+// The config source and the intake stay in rooms a reader can hold in
+// mind: the watcher and the loader apart from the declarations, the feed
+// and the generations, none over 400 lines.
 func TestSourceFilesStaySmall(t *testing.T) {
 	filesStaySmall(t, "internal/source", 400)
+	filesStaySmall(t, "internal/intake", 400)
+}
+
+// The daemon wires the intake and holds none of its logic: a manifest
+// edit goes from the config dir to the stores without passing through
+// it, and no generation or last good object is kept by it.
+func TestDaemonHoldsNoIntake(t *testing.T) {
+	for _, f := range sources(t, "internal/daemon") {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range []string{"state.Generations", "state.LastGood", "Desired.Next(", "Desired.Restore(", ") Declare(", "intake.Change"} {
+			if bytes.Contains(data, []byte(ref)) {
+				t.Errorf("%s refers to %s: generations and declarations are package intake's", f, ref)
+			}
+		}
+	}
 }
 
 // A launch's steps stay readable one by one: no function of

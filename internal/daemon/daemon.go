@@ -23,6 +23,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup/detect"
 	"github.com/marshal-dev/marshal/internal/devguardwire"
 	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/metrics"
@@ -57,7 +58,7 @@ type Daemon struct {
 	egress    *egressProxy
 	stopper   *agentstop.Stopper
 	stores    *controllers.Stores
-	declarer  *declarer
+	declarer  *intake.Declarer
 	source    manifestSource // dir, or kube's source
 	dir       *source.Source // the config dir's source; nil with --source kubernetes
 	kube      *kubernetes
@@ -148,7 +149,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 		mount = mounts.V2
 	}
-	if d.declarer, err = newDeclarer(d.stores, d.db, d.clock, log); err != nil {
+	if d.declarer, err = intake.NewDeclarer(d.stores, d.db, d.clock, log); err != nil {
 		return nil, fmt.Errorf("loading generations: %w", err)
 	}
 	if cfg.Source == SourceKubernetes {
@@ -245,7 +246,7 @@ func (d *Daemon) run(parent context.Context, ln net.Listener) error {
 	// the source among them, has ended, and exact then.
 	writing, stopWriting := context.WithCancel(context.WithoutCancel(parent))
 	var writers sync.WaitGroup
-	writers.Go(func() { d.declarer.run(writing) })
+	writers.Go(func() { d.declarer.Run(writing) })
 	writers.Go(func() { d.recorder.Run(writing) })
 	defer func() {
 		stopWriting()

@@ -17,6 +17,7 @@ import (
 	"github.com/marshal-dev/marshal/controllers"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/fleet"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/reconcile"
@@ -61,7 +62,7 @@ const identityTimeout = 10 * time.Second
 type manifestSource interface {
 	Start(ctx context.Context) error
 	Synced() <-chan struct{}
-	Status() source.Status
+	Status() intake.Status
 	ConfirmEmpty(ctx context.Context) (bool, error)
 }
 
@@ -113,7 +114,7 @@ type kubernetes struct {
 
 // openKubernetes makes the source a Kubernetes API server's. A
 // credential the API says names another host, or none, is refused.
-func (d *Daemon) openKubernetes(ctx context.Context, sink source.Sink) error {
+func (d *Daemon) openKubernetes(ctx context.Context, sink intake.Sink) error {
 	k := d.cfg.Kubernetes
 	klog.SetSlogLogger(d.log.With("component", "client-go"))
 	rc, err := fleet.RESTConfig(k.Kubeconfig)

@@ -16,11 +16,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/reconcile"
-
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/internal/testutil/kubetest"
+	"github.com/marshal-dev/marshal/reconcile"
 )
 
 func TestMain(m *testing.M) {

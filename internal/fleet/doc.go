@@ -8,7 +8,7 @@
 // and Consumers picked by a label selector, the Host by this host's name)
 // into a store of its own, so that a list arrives whole: every object is
 // loaded strictly by package loader, as a file would be, into a
-// source.Feed per kind, which keeps the declarations' rules (last good
+// intake.Feed per kind, which keeps the declarations' rules (last good
 // versions, the Invalid condition, the hold of an emptying). An object
 // deleted through a watch is deleted; a list that comes back empty where
 // objects were (an API server restored from an empty backup, a wrong

@@ -13,7 +13,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/loader"
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/internal/source"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -26,7 +26,7 @@ type list struct {
 	src  *Source
 	kind string
 	gvr  schema.GroupVersionResource
-	feed *source.Feed
+	feed *intake.Feed
 	// sums are the loaded form of each unit, to skip an update that
 	// changed nothing marshal reads (a status, a resourceVersion).
 	sums map[string][sha256.Size]byte
@@ -56,7 +56,7 @@ func (l *list) update(obj any) error {
 		return nil
 	}
 	l.sums[name] = sum
-	l.feed.Declare(map[string]*source.Unit{name: decl}, false)
+	l.feed.Declare(map[string]*intake.Unit{name: decl}, false)
 	return nil
 }
 
@@ -73,7 +73,7 @@ func (l *list) Delete(obj any) error {
 	name := unit(l.kind, u.GetName())
 	l.src.noteUID(reconcile.Key{Kind: l.kind, Name: u.GetName()}, "")
 	delete(l.sums, name)
-	l.feed.Declare(map[string]*source.Unit{name: nil}, false)
+	l.feed.Declare(map[string]*intake.Unit{name: nil}, false)
 	return nil
 }
 
@@ -81,7 +81,7 @@ func (l *list) Delete(obj any) error {
 // is gone, and a list that leaves nothing of what was there is held.
 func (l *list) Replace(items []any, _ string) error {
 	l.src.reached()
-	changed := map[string]*source.Unit{}
+	changed := map[string]*intake.Unit{}
 	seen := make(map[string]bool, len(items))
 	for _, obj := range items {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -117,10 +117,11 @@ func (l *list) Resync() error { return nil }
 // notes their units, so that a first list that lacks them removes them
 // (or holds the emptying).
 func (l *list) restore() (int, error) {
-	if err := l.feed.Restore(); err != nil {
+	restored, err := l.feed.Restore()
+	if err != nil {
 		return 0, err
 	}
-	for _, name := range l.feed.Units() {
+	for name := range restored {
 		l.sums[name] = [sha256.Size]byte{}
 	}
 	return l.feed.Status().Objects, nil
@@ -131,7 +132,7 @@ func (l *list) restore() (int, error) {
 // not fails here too. Only what a manifest may declare is loaded: the
 // name and labels of its metadata (the rest is the API server's) and
 // every other field but status.
-func load(kind string, u *unstructured.Unstructured) (name string, sum [sha256.Size]byte, decl *source.Unit) {
+func load(kind string, u *unstructured.Unstructured) (name string, sum [sha256.Size]byte, decl *intake.Unit) {
 	name = unit(kind, u.GetName())
 	doc := make(map[string]any, len(u.Object))
 	for k, v := range u.Object {
@@ -146,11 +147,11 @@ func load(kind string, u *unstructured.Unstructured) (name string, sum [sha256.S
 	doc["metadata"] = meta
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return name, sum, &source.Unit{Errors: []*loader.Error{{File: name, Kind: kind, Name: u.GetName(), Message: err.Error()}}}
+		return name, sum, &intake.Unit{Errors: []*loader.Error{{File: name, Kind: kind, Name: u.GetName(), Message: err.Error()}}}
 	}
 	sum = sha256.Sum256(data)
 	f := loader.LoadBytes(name+".json", data)
-	decl = &source.Unit{Objects: f.Objects, Errors: f.Errors}
+	decl = &intake.Unit{Objects: f.Objects, Errors: f.Errors}
 	// An object of the API has no file and no lines.
 	for i := range decl.Objects {
 		decl.Objects[i].File, decl.Objects[i].Line = name, 0
@@ -159,7 +160,7 @@ func load(kind string, u *unstructured.Unstructured) (name string, sum [sha256.S
 		e.File, e.Line = name, 0
 	}
 	if len(decl.Objects) == 1 && decl.Objects[0].GetTypeMeta().Kind != kind {
-		decl = &source.Unit{Errors: []*loader.Error{{File: name, Kind: kind, Name: u.GetName(),
+		decl = &intake.Unit{Errors: []*loader.Error{{File: name, Kind: kind, Name: u.GetName(),
 			Message: fmt.Sprintf("kind %s listed as %s", decl.Objects[0].GetTypeMeta().Kind, kind)}}}
 	}
 	return name, sum, decl

@@ -12,22 +12,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/internal/source"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
 // sink keeps what was declared.
 type sink struct {
 	mu       sync.Mutex
-	declared map[reconcile.Key]*source.Declaration
+	declared map[reconcile.Key]*intake.Declaration
 	wake     chan struct{}
 }
 
 func newSink() *sink {
-	return &sink{declared: map[reconcile.Key]*source.Declaration{}, wake: make(chan struct{}, 1)}
+	return &sink{declared: map[reconcile.Key]*intake.Declaration{}, wake: make(chan struct{}, 1)}
 }
 
-func (s *sink) Declare(changes []source.Change) {
+func (s *sink) Declare(changes []intake.Change) {
 	s.mu.Lock()
 	for _, c := range changes {
 		if c.Declaration == nil {
@@ -54,7 +54,7 @@ func (s *sink) names() []string {
 	return out
 }
 
-func (s *sink) get(kind, name string) *source.Declaration {
+func (s *sink) get(kind, name string) *intake.Declaration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.declared[reconcile.Key{Kind: kind, Name: name}]

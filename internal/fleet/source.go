@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
-	"github.com/marshal-dev/marshal/internal/source"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -47,12 +47,12 @@ type Options struct {
 	// takes. Default: all of them.
 	Selector labels.Selector
 	// Sink receives the declarations. Required.
-	Sink source.Sink
+	Sink intake.Sink
 	// Store persists last good objects, so that a restart while the API
 	// cannot be reached declares them. Optional.
-	Store source.Store
+	Store intake.Store
 	// Recorder records events. Optional.
-	Recorder source.Recorder
+	Recorder intake.Recorder
 	// Logger logs. Optional.
 	Logger *slog.Logger
 	// MaxBackoff bounds the wait between two attempts to reach the API
@@ -95,7 +95,7 @@ func New(opts Options) *Source {
 	s := &Source{opts: opts, log: log.With("component", "kubernetes"), synced: make(chan struct{}), uids: map[reconcile.Key]string{}}
 	for _, k := range kindsWatched {
 		prefix := unit(k.kind, "")
-		origin := source.Origin{
+		origin := intake.Origin{
 			Key:  reconcile.Key{Kind: KindAPI, Name: k.resource},
 			Name: s.describe(k.kind, k.resource),
 			// An object that never loaded is told on itself, as one
@@ -108,7 +108,7 @@ func New(opts Options) *Source {
 		s.lists = append(s.lists, &list{
 			src: s, kind: k.kind, sums: map[string][32]byte{},
 			gvr: schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: k.resource},
-			feed: source.NewFeed(source.FeedOptions{
+			feed: intake.NewFeed(intake.FeedOptions{
 				Origin: origin, Sink: opts.Sink, Store: opts.Store, Bucket: state.APILastGood,
 				Prefix: prefix, Recorder: opts.Recorder, Logger: s.log,
 			}),
@@ -311,9 +311,9 @@ func (s *Source) ConfirmEmpty(ctx context.Context) (bool, error) {
 }
 
 // Status returns what the source sees now.
-func (s *Source) Status() source.Status {
+func (s *Source) Status() intake.Status {
 	s.mu.Lock()
-	st := source.Status{Dir: s.opts.Server, Root: s.opts.Server}
+	st := intake.Status{Dir: s.opts.Server, Root: s.opts.Server}
 	s.mu.Unlock()
 	for _, l := range s.lists {
 		fs := l.feed.Status()

@@ -1,15 +1,15 @@
-// Package source turns a config directory of manifests into declarations:
-// the desired objects marshald reconciles. It watches the directory with
-// inotify, reloads only the files that changed, and tells a Sink about
-// exactly the objects whose declaration changed.
+// Package source is the config directory as a source of manifests: it
+// watches the directory with inotify, reloads only the files that
+// changed, and hands each changed file, whole, as a unit to an
+// intake.Feed, which declares their objects.
 //
-// Three parts, in the order a change flows through them, as kubelet's file
+// Two parts, in the order a change flows through them, as kubelet's file
 // source is split from its merge: the watcher turns events into batches of
 // paths to look at; the loader stats and reads what a batch names and says
-// how each file now loads; the declarations, which do no I/O, turn loaded
-// files into declared objects (conflicts, the single Host, last good
-// versions, the hold of an emptied directory) and say what to record,
-// persist and tell the sink. One goroutine, Start's, runs all three.
+// how each file now loads. What the loads declare (conflicts, the single
+// Host, last good versions, the hold of an emptied directory) is package
+// intake's. One goroutine, Start's, runs both and hands the feed its
+// units.
 //
 // A complete change is acted on at once: a file renamed into the
 // directory, a writer closing its file (IN_CLOSE_WRITE), a symlink or a
@@ -26,17 +26,12 @@
 // stat-level relist, and a cheap periodic relist catches whatever events
 // missed; a relist leaves a file that is still changing to its own look.
 //
-// A file that stops loading keeps its last good objects (persisted, so a
-// restart keeps them) and they are marked Invalid with the file's errors.
+// By the feed's rules, a file that stops loading keeps its last good
+// objects (persisted, so a restart keeps them) and they are marked Invalid with the file's errors.
 // A directory that vanishes, or goes from some objects to none in one
 // change, is held: nothing is deleted until it comes back or a person
 // confirms.
 //
-// The declarations serve any source of manifests: a Feed takes units (a
-// file, an object of an API) as they load now and declares their objects
-// with the same rules, the hold of an emptying included, for a source
-// whose units are not files in a directory.
-//
 // Parsing and validation are package loader's; this package decides when
-// to load and what a load means for the declarations.
+// to load, and package intake what a load means for the declarations.
 package source

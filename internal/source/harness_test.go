@@ -14,6 +14,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/events"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
@@ -25,8 +26,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // waiters on every batch.
 type recorder struct {
 	mu      sync.Mutex
-	decl    map[reconcile.Key]*Declaration
-	history map[reconcile.Key][]Change // every change of each key, in order
+	decl    map[reconcile.Key]*intake.Declaration
+	history map[reconcile.Key][]intake.Change // every change of each key, in order
 	batches int
 	wake    chan struct{}
 	// gate, when set, holds every Declare until it is closed.
@@ -34,10 +35,10 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{decl: map[reconcile.Key]*Declaration{}, history: map[reconcile.Key][]Change{}, wake: make(chan struct{}, 1000)}
+	return &recorder{decl: map[reconcile.Key]*intake.Declaration{}, history: map[reconcile.Key][]intake.Change{}, wake: make(chan struct{}, 1000)}
 }
 
-func (r *recorder) Declare(changes []Change) {
+func (r *recorder) Declare(changes []intake.Change) {
 	r.mu.Lock()
 	gate := r.gate
 	r.mu.Unlock()
@@ -58,7 +59,7 @@ func (r *recorder) Declare(changes []Change) {
 	r.wake <- struct{}{}
 }
 
-func (r *recorder) get(kind, name string) *Declaration {
+func (r *recorder) get(kind, name string) *intake.Declaration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.decl[reconcile.Key{Kind: kind, Name: name}]
@@ -115,7 +116,7 @@ func writeAtomic(t *testing.T, path, content string) {
 	}
 }
 
-func cpuOf(d *Declaration) int64 {
+func cpuOf(d *intake.Declaration) int64 {
 	if d == nil {
 		return -1
 	}
@@ -210,7 +211,7 @@ func startWith(t *testing.T, dir string, db *state.DB, adjust func(*Options, *So
 
 // waitStatus waits until cond holds of the source's status, waking on
 // every flush.
-func (h *harness) waitStatus(t *testing.T, what string, cond func(Status) bool) {
+func (h *harness) waitStatus(t *testing.T, what string, cond func(intake.Status) bool) {
 	t.Helper()
 	testutil.Eventually(t, h.flushed, func() bool { return cond(h.src.Status()) }, what)
 }

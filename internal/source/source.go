@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-// Source watches a config directory and declares its objects to a Sink.
+// Source watches a config directory and hands its files, as units, to a
+// Feed that declares their objects to a Sink.
 type Source struct {
 	opts    Options
 	log     *slog.Logger
@@ -27,10 +31,11 @@ type Source struct {
 	// Start (a test may flush by hand without one).
 	load  *fileLoader
 	watch *watcher
-	// feed declares the files' objects. The loop goroutine is the only
-	// one that changes its declarations, and reads feed.decl.files
-	// without its lock.
-	feed *Feed
+	// files are the files as last handed to feed, which declares their
+	// objects: the loader's knowledge of what it has read. They belong to
+	// the loop goroutine.
+	files map[string]*fileState
+	feed  *intake.Feed
 
 	// mu guards root. The loop goroutine is its only writer, and reads it
 	// without mu.
@@ -66,8 +71,9 @@ func New(opts Options) *Source {
 		synced:  make(chan struct{}),
 		confirm: make(chan chan bool),
 		load:    newFileLoader(opts.Dir),
+		files:   map[string]*fileState{},
 	}
-	s.feed = NewFeed(FeedOptions{
+	s.feed = intake.NewFeed(intake.FeedOptions{
 		Origin: dirOrigin(opts.Dir), Sink: opts.Sink, Store: opts.Store, Bucket: state.LastGood,
 		Recorder: opts.Recorder, Logger: s.log,
 	})
@@ -81,8 +87,14 @@ func (s *Source) Start(ctx context.Context) error {
 		return fmt.Errorf("watching %s: %w", s.opts.Dir, err)
 	}
 	defer w.close()
-	if err := s.feed.Restore(); err != nil {
+	restored, err := s.feed.Restore()
+	if err != nil {
 		return err
+	}
+	for rel, u := range restored {
+		// Restored, not read: the first look loads each one that is
+		// still there, and finds gone those that are not.
+		s.files[rel] = &fileState{good: u.Objects}
 	}
 	// Stopped after the loop, so that it writes what the loop left.
 	writing, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -121,7 +133,7 @@ func (s *Source) Start(ctx context.Context) error {
 			reply <- s.feed.ConfirmEmpty()
 		}
 		if s.afterLoop != nil {
-			s.afterLoop(sortedKeys(s.load.settling))
+			s.afterLoop(slices.Sorted(maps.Keys(s.load.settling)))
 		}
 	}
 }
@@ -135,20 +147,20 @@ func (s *Source) flush(ctx context.Context, b batch) {
 			track = s.watch.track
 		}
 		var err error
-		if res, err = s.load.relist(ctx, s.feed.decl.files, b.waiting, track); err != nil {
+		if res, err = s.load.relist(ctx, s.files, b.waiting, track); err != nil {
 			s.log.Warn("cannot list config dir", "dir", s.opts.Dir, "err", err)
 			return
 		}
 		s.moveRoot(res)
 	} else {
-		res = s.load.check(s.root, b.paths, s.feed.decl.files)
+		res = s.load.check(s.root, b.paths, s.files)
 	}
-	s.feed.mu.Lock()
 	for rel, st := range res.restamped {
-		s.feed.decl.restamp(rel, st)
+		if f := s.files[rel]; f != nil {
+			f.stamp = st
+		}
 	}
-	s.feed.carryLocked(s.feed.decl.apply(res.changed, true))
-	s.feed.mu.Unlock()
+	s.feed.Declare(s.take(res.changed), true)
 
 	if res.relist {
 		// A path turned out to be a symlink: whether it may be followed
@@ -156,19 +168,41 @@ func (s *Source) flush(ctx context.Context, b batch) {
 		s.flush(ctx, batch{relist: true, waiting: b.waiting})
 	}
 	if s.watch != nil {
-		s.watch.settle(sortedKeys(s.load.settling), s.opts.Settle)
+		s.watch.settle(slices.Sorted(maps.Keys(s.load.settling)), s.opts.Settle)
 	}
+}
+
+// take notes the files' fresh loads (nil: gone) as known, and returns
+// them as the units they are for the feed. A file that fails to load
+// keeps its last good objects, as the feed keeps them declared.
+func (s *Source) take(changed map[string]*fileState) map[string]*intake.Unit {
+	units := make(map[string]*intake.Unit, len(changed))
+	for rel, f := range changed {
+		if f == nil {
+			delete(s.files, rel)
+			units[rel] = nil
+			continue
+		}
+		units[rel] = &intake.Unit{Objects: f.good, Errors: f.errs}
+		if old := s.files[rel]; old != nil && len(f.errs) > 0 {
+			f.good = old.good
+		}
+		s.files[rel] = f
+	}
+	return units
 }
 
 // moveRoot takes the root a relist found.
 func (s *Source) moveRoot(res *loadResult) {
-	if res.missing != nil && (s.root != "" || len(s.feed.decl.files) > 0) {
+	if res.missing != nil && (s.root != "" || len(s.files) > 0) {
 		cause := res.missing
 		if inner := errors.Unwrap(cause); inner != nil {
 			cause = inner
 		}
 		s.log.Warn("config dir missing", "dir", s.opts.Dir, "err", res.missing)
-		s.feed.record(event{true, s.feed.opts.Origin.Key, "ConfigDirMissing", fmt.Sprintf("config dir %s cannot be read: %v", s.opts.Dir, cause)})
+		if r := s.opts.Recorder; r != nil {
+			r.Warning(dirOrigin(s.opts.Dir).Key, "ConfigDirMissing", fmt.Sprintf("config dir %s cannot be read: %v", s.opts.Dir, cause))
+		}
 	}
 	s.mu.Lock()
 	s.root = res.root
@@ -197,10 +231,10 @@ func (s *Source) ConfirmEmpty(ctx context.Context) (bool, error) {
 }
 
 // Status returns what the source sees now.
-func (s *Source) Status() Status {
+func (s *Source) Status() intake.Status {
 	fs := s.feed.Status()
 	root := s.Root()
-	st := Status{
+	st := intake.Status{
 		Dir: s.opts.Dir, Root: root, Missing: root == "",
 		Files: fs.Units, Objects: fs.Objects, Held: fs.Held, Errors: fs.Errors,
 	}
@@ -232,3 +266,8 @@ func (s *Source) Root() string {
 }
 
 func dirName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
+
+// dirOrigin is the origin of a config dir.
+func dirOrigin(dir string) intake.Origin {
+	return intake.Origin{Key: reconcile.Key{Kind: KindConfigDir, Name: dirName(dir)}, Name: "config dir " + dir}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marshal-dev/marshal/internal/intake"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
@@ -111,7 +112,7 @@ func TestEmptiedDirIsHeld(t *testing.T) {
 
 	t.Run("last_file_deleted", func(t *testing.T) {
 		os.Remove(filepath.Join(dir, "a.yaml"))
-		h.waitStatus(t, "hold", func(st Status) bool { return st.Held })
+		h.waitStatus(t, "hold", func(st intake.Status) bool { return st.Held })
 		if h.sink.get("Profile", "a") == nil {
 			t.Fatal("the emptied dir deleted its object")
 		}
@@ -130,7 +131,7 @@ func TestEmptiedDirIsHeld(t *testing.T) {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}
-		h.waitStatus(t, "missing", func(st Status) bool { return st.Missing && st.Held })
+		h.waitStatus(t, "missing", func(st intake.Status) bool { return st.Missing && st.Held })
 		if h.sink.get("Profile", "b") == nil {
 			t.Fatal("a vanished dir deleted its object")
 		}
@@ -139,7 +140,7 @@ func TestEmptiedDirIsHeld(t *testing.T) {
 	})
 	t.Run("confirmed", func(t *testing.T) {
 		os.Remove(filepath.Join(dir, "b.yaml"))
-		h.waitStatus(t, "hold", func(st Status) bool { return st.Held })
+		h.waitStatus(t, "hold", func(st intake.Status) bool { return st.Held })
 		released, err := h.src.ConfirmEmpty(t.Context())
 		if err != nil || !released {
 			t.Fatalf("ConfirmEmpty = %v, %v; want a released hold", released, err)

@@ -1,4 +1,4 @@
-package source
+package intake
 
 import (
 	"path/filepath"
@@ -33,7 +33,7 @@ func TestFeedRestoresOnlyItsUnitsAndKeepsLastGood(t *testing.T) {
 
 	sink := newRecorder()
 	second := NewFeed(FeedOptions{Origin: origin, Sink: sink, Store: db, Bucket: state.LastGood, Prefix: "profile/"})
-	if err := second.Restore(); err != nil {
+	if _, err := second.Restore(); err != nil {
 		t.Fatal(err)
 	}
 	if got := sink.names(); got != "[Profile/a]" {

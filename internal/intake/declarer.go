@@ -1,4 +1,4 @@
-package daemon
+package intake
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
-	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -26,12 +25,13 @@ type generation struct {
 	Created    time.Time `json:"created"`
 }
 
-// declarer takes the manifest source's declarations into the stores, and
-// keeps generations and creation times across restarts: it restores the
-// desired store's counts at start, stamps creation times, and records
-// each generation before anyone can see it as generations.go says: an
-// edit at once, its record in the background.
-type declarer struct {
+// Declarer is the Sink of every source of manifests: it takes their
+// declarations into the stores, and keeps generations and creation times
+// across restarts: it restores the desired store's counts at start,
+// stamps creation times, and records each generation before anyone can
+// see it as generations.go says: an edit at once, its record in the
+// background.
+type Declarer struct {
 	stores *controllers.Stores
 	clock  clock.PassiveClock
 	log    *slog.Logger
@@ -44,8 +44,10 @@ type declarer struct {
 	saved map[reconcile.Key]generation
 }
 
-func newDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveClock, log *slog.Logger) (*declarer, error) {
-	d := &declarer{stores: stores, clock: clk, log: log, saved: map[reconcile.Key]generation{}}
+// NewDeclarer restores the desired store's generation counts from db and
+// returns the Declarer; Run must then write its records.
+func NewDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveClock, log *slog.Logger) (*Declarer, error) {
+	d := &Declarer{stores: stores, clock: clk, log: log, saved: map[reconcile.Key]generation{}}
 	running, err := db.Get(state.Generations, runningMark)
 	if err != nil {
 		return nil, err
@@ -84,12 +86,13 @@ func newDeclarer(stores *controllers.Stores, db *state.DB, clk clock.PassiveCloc
 	return d, nil
 }
 
-// run writes the records in the background until ctx ends, and every
+// Run writes the records in the background until ctx ends, and every
 // record exact then. It must outlast every Declare.
-func (d *declarer) run(ctx context.Context) { d.writer.run(ctx) }
+func (d *Declarer) Run(ctx context.Context) { d.writer.run(ctx) }
 
-// Declare implements source.Sink.
-func (d *declarer) Declare(changes []source.Change) {
+// Declare implements Sink: it stamps creation times and generations on
+// copies of the declared objects and sets them in the stores.
+func (d *Declarer) Declare(changes []Change) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	records := map[reconcile.Key]record{}
@@ -147,7 +150,7 @@ func (d *declarer) Declare(changes []source.Change) {
 	}
 }
 
-func declaredOf(d *source.Declaration) controllers.Declared {
+func declaredOf(d *Declaration) controllers.Declared {
 	out := controllers.Declared{File: d.File, Line: d.Line, Conflicts: d.Conflicts}
 	for _, e := range d.Invalid {
 		out.Invalid = append(out.Invalid, e.Error())

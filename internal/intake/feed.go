@@ -1,4 +1,4 @@
-package source
+package intake
 
 import (
 	"context"
@@ -37,11 +37,6 @@ func (o Origin) unitKey(unit string) reconcile.Key {
 	return o.Key
 }
 
-// dirOrigin is the origin of a config dir.
-func dirOrigin(dir string) Origin {
-	return Origin{Key: reconcile.Key{Kind: KindConfigDir, Name: dirName(dir)}, Name: "config dir " + dir}
-}
-
 // Unit is what one unit of declaration (a file, an object of an API)
 // declares now: its objects, or the errors that keep it from loading.
 type Unit struct {
@@ -69,8 +64,8 @@ type FeedOptions struct {
 	Logger *slog.Logger
 }
 
-// Feed turns units into declarations, as Source does a config dir's
-// files, for a source of manifests other than a directory: it declares
+// Feed turns units into declarations for a source of manifests (the
+// config dir's files, the objects of an API): it declares
 // the objects of every unit to a Sink, resolves an object declared twice
 // and the single Host, keeps a unit's last good objects while it fails
 // to load (persisted, so that a restart keeps them), and holds an
@@ -105,12 +100,14 @@ func NewFeed(opts FeedOptions) *Feed {
 }
 
 // Restore declares the last good objects persisted by an earlier run, so
-// that a restart while the origin cannot be read keeps them.
-func (f *Feed) Restore() error {
+// that a restart while the origin cannot be read keeps them, and returns
+// the units it restored: the source must say, by Declare, which of them
+// are gone.
+func (f *Feed) Restore() (map[string]*Unit, error) {
 	if f.opts.Store == nil {
-		return nil
+		return nil, nil
 	}
-	changed := map[string]*fileState{}
+	restored := map[string]*Unit{}
 	err := f.opts.Store.ForEach(f.opts.Bucket, func(unit string, v []byte) error {
 		if !strings.HasPrefix(unit, f.opts.Prefix) {
 			return nil
@@ -120,14 +117,14 @@ func (f *Feed) Restore() error {
 			f.log.Warn("dropping unreadable last good state", "unit", unit, "err", err)
 			return nil
 		}
-		changed[unit] = &fileState{good: objs}
+		restored[unit] = &Unit{Objects: objs}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("restoring last good manifests: %w", err)
+		return nil, fmt.Errorf("restoring last good manifests: %w", err)
 	}
-	f.apply(changed, true)
-	return nil
+	f.Declare(restored, true)
+	return restored, nil
 }
 
 // Run persists last good objects in the background until ctx ends, and
@@ -143,18 +140,14 @@ func (f *Feed) Run(ctx context.Context) {
 // leaves nothing declared is held; otherwise (a deletion someone made) it
 // is carried out.
 func (f *Feed) Declare(units map[string]*Unit, hold bool) {
-	changed := make(map[string]*fileState, len(units))
+	changed := make(map[string]*unitState, len(units))
 	for name, u := range units {
 		if u == nil {
 			changed[name] = nil
 			continue
 		}
-		changed[name] = &fileState{good: u.Objects, errs: u.Errors}
+		changed[name] = &unitState{good: u.Objects, errs: u.Errors}
 	}
-	f.apply(changed, hold)
-}
-
-func (f *Feed) apply(changed map[string]*fileState, hold bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.carryLocked(f.decl.apply(changed, hold))

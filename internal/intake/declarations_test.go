@@ -1,4 +1,4 @@
-package source
+package intake
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/marshal-dev/marshal/api/loader"
+	"github.com/marshal-dev/marshal/reconcile"
 )
 
 // gone, as a file's content in a step, says the file was removed.
@@ -107,7 +108,7 @@ func TestDeclarations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDeclarations(dirOrigin("/etc/marshal/manifests.d"))
+			d := newDeclarations(Origin{Key: reconcile.Key{Kind: "ConfigDir", Name: "manifests.d"}, Name: "config dir /etc/marshal/manifests.d"})
 			for i, st := range tc.steps {
 				var out outcome
 				if st.confirm {
@@ -137,15 +138,15 @@ func TestDeclarations(t *testing.T) {
 }
 
 // loadFiles loads contents as the loader would read them.
-func loadFiles(contents map[string]string) map[string]*fileState {
-	changed := map[string]*fileState{}
+func loadFiles(contents map[string]string) map[string]*unitState {
+	changed := map[string]*unitState{}
 	for rel, content := range contents {
 		if content == gone {
 			changed[rel] = nil
 			continue
 		}
 		lf := loader.LoadBytes(rel, []byte(content))
-		f := &fileState{errs: lf.Errors}
+		f := &unitState{errs: lf.Errors}
 		if len(lf.Errors) == 0 {
 			f.good = lf.Objects
 		}

@@ -1,4 +1,4 @@
-package source
+package intake
 
 import (
 	"fmt"
@@ -12,15 +12,15 @@ import (
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
-// declarations turns the loads of a config dir's files into what the
-// directory declares: which file's object wins a kind and name, the one
-// Host, the last good objects of a file that stopped loading, and the hold
-// of an emptied directory. It does no I/O: what must be recorded, persisted
+// declarations turns the loads of an origin's units (a config dir's
+// files, the objects of an API) into what the origin declares: which
+// unit's object wins a kind and name, the one Host, the last good objects
+// of a unit that stopped loading, and the hold of an emptied origin. It does no I/O: what must be recorded, persisted
 // or told to the sink comes back as an outcome.
 type declarations struct {
 	origin Origin
 
-	files    map[string]*fileState
+	files    map[string]*unitState
 	index    map[reconcile.Key][]declRef // every declaration of a key, sorted
 	hosts    map[reconcile.Key]bool      // the keys of kind Host in index
 	desired  map[reconcile.Key]*Declaration
@@ -28,12 +28,20 @@ type declarations struct {
 	held     bool
 }
 
+// unitState is one unit as last declared.
+type unitState struct {
+	// good are the unit's objects, or, while errs is set, those of its
+	// last good version.
+	good []loader.Object
+	errs []*loader.Error
+}
+
 type declRef struct {
 	file string
 	obj  loader.Object
 }
 
-// outcome is what one change to the declarations asks of the Source.
+// outcome is what one change to the declarations asks of the Feed.
 type outcome struct {
 	// events are to be recorded, in order.
 	events []event
@@ -56,7 +64,7 @@ type event struct {
 func newDeclarations(origin Origin) *declarations {
 	return &declarations{
 		origin:   origin,
-		files:    map[string]*fileState{},
+		files:    map[string]*unitState{},
 		index:    map[reconcile.Key][]declRef{},
 		hosts:    map[reconcile.Key]bool{},
 		desired:  map[reconcile.Key]*Declaration{},
@@ -68,7 +76,7 @@ func newDeclarations(origin Origin) *declarations {
 // with errors keeps the objects of its last good version. When hold is
 // set, a change that leaves nothing declared is held; otherwise it is
 // taken as meant.
-func (d *declarations) apply(changed map[string]*fileState, hold bool) outcome {
+func (d *declarations) apply(changed map[string]*unitState, hold bool) outcome {
 	var out outcome
 	if len(changed) == 0 && !d.held {
 		return out
@@ -134,13 +142,6 @@ func (d *declarations) apply(changed map[string]*fileState, hold bool) outcome {
 	}
 	d.publish(touched, hold, &out)
 	return out
-}
-
-// restamp notes that rel, unchanged in content, now has stamp st.
-func (d *declarations) restamp(rel string, st stamp) {
-	if f := d.files[rel]; f != nil {
-		f.stamp = st
-	}
 }
 
 // declare computes the declaration of k from the index.
@@ -240,7 +241,7 @@ func (d *declarations) confirmEmpty() (outcome, bool) {
 // condition from their controllers, with its own event; a file with none
 // has only its origin to be reported against, or the object it stands
 // for when the origin names one.
-func (d *declarations) fileEvent(rel string, old, fresh *fileState) (event, bool) {
+func (d *declarations) fileEvent(rel string, old, fresh *unitState) (event, bool) {
 	if len(fresh.good) > 0 {
 		return event{}, false
 	}

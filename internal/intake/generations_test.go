@@ -1,4 +1,4 @@
-package daemon
+package intake
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/controllers"
-	"github.com/marshal-dev/marshal/internal/source"
 	"github.com/marshal-dev/marshal/internal/state"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -32,7 +31,7 @@ type declarerRun struct {
 	t      *testing.T
 	db     *state.DB
 	stores *controllers.Stores
-	decl   *declarer
+	decl   *Declarer
 }
 
 func openDeclarer(t *testing.T, path string) *declarerRun {
@@ -44,7 +43,7 @@ func openDeclarer(t *testing.T, path string) *declarerRun {
 	t.Cleanup(func() { db.Close() })
 	stores := controllers.NewStores()
 	clk := clocktesting.NewFakePassiveClock(testStart)
-	decl, err := newDeclarer(stores, db, clk, slog.New(slog.DiscardHandler))
+	decl, err := NewDeclarer(stores, db, clk, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func (r *declarerRun) declare(tasks int64) int64 {
 		Metadata: v1alpha1.ObjectMeta{Name: "coder"},
 		Spec:     v1alpha1.ProfileSpec{Limits: &v1alpha1.Limits{Tasks: &tasks}},
 	}
-	r.decl.Declare([]source.Change{{Key: coderKey, Declaration: &source.Declaration{Object: p, File: "coder.yaml", Line: 1}}})
+	r.decl.Declare([]Change{{Key: coderKey, Declaration: &Declaration{Object: p, File: "coder.yaml", Line: 1}}})
 	return r.shown()
 }
 
@@ -98,7 +97,7 @@ func (r *declarerRun) crash() { r.db.Close() }
 func (r *declarerRun) stop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r.decl.run(ctx)
+	r.decl.Run(ctx)
 	r.db.Close()
 }
 

@@ -2,7 +2,6 @@ package devguardwire
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,15 +22,6 @@ type Client struct {
 	next uint64
 	buf  []byte
 }
-
-// ErrRefused wraps an error answer: its Code is the authority's.
-type ErrRefused struct{ Code Code }
-
-func (e *ErrRefused) Error() string { return "devguard authority refused: " + string(e.Code) }
-
-// ErrUnexpected is returned for an answer a client cannot take: of
-// another version or request, malformed, or of a result not asked for.
-var ErrUnexpected = errors.New("devguardwire: unexpected answer")
 
 // AnswerWithin bounds a Client's connect and each of its requests, the
 // write and the wait for the answer, in place of DevGuard's

@@ -14,3 +14,12 @@ var (
 	// hex digits.
 	ErrMalformed = errors.New("devguardwire: malformed request")
 )
+
+// ErrUnexpected is returned for an answer a client cannot take: of
+// another version or request, malformed, or of a result not asked for.
+var ErrUnexpected = errors.New("devguardwire: unexpected answer")
+
+// ErrRefused wraps an error answer: its Code is the authority's.
+type ErrRefused struct{ Code Code }
+
+func (e *ErrRefused) Error() string { return "devguard authority refused: " + string(e.Code) }

@@ -12,10 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrTruncated is returned by Decode when a read ends inside an event:
-// the kernel never splits one, so the events of that read are lost.
-var ErrTruncated = errors.New("inotify: truncated event")
-
 // Event is one struct inotify_event.
 type Event struct {
 	// WD is the watch the event came from.

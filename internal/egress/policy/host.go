@@ -1,16 +1,11 @@
 package policy
 
 import (
-	"errors"
 	"net/netip"
 	"strings"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
-
-// ErrBadHost is returned by ParseHost for a host that is neither an IP
-// address nor a DNS name.
-var ErrBadHost = errors.New("not a host name or IP address")
 
 // ParseHost reads the host of a destination as a client asked for it (a
 // CONNECT authority, an absolute URI, a SOCKS request): an IP address,

@@ -102,7 +102,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 .PHONY: generate
 generate: ## regenerate the manifest reference, JSON Schemas and CRDs from api/v1alpha1
 	$(GO) test ./api/v1alpha1 -run TestReference -update
-	$(GO) run ./internal/schemagen
+	$(GO) run ./cmd/schemagen
 
 # make run listens where marshalctl looks by default: as an ordinary
 # user $XDG_RUNTIME_DIR/marshal.sock, as root /run/marshal/marshal.sock

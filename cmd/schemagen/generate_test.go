@@ -25,7 +25,7 @@ import (
 // where tests run.
 const moduleRoot = "../.."
 
-const fixCommand = "run `make generate` (or go run ./internal/schemagen) and commit the result"
+const fixCommand = "run `make generate` (or go run ./cmd/schemagen) and commit the result"
 
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	want, err := generate(t.Context(), moduleRoot)

@@ -146,19 +146,19 @@ func printObjects(s Streams, t targets, got []fetched, out printer) error {
 			printNames(&b, f.res, f.items)
 		}
 	case outputCustomColumns:
-		rows, err := out.customRows(all)
+		tbl, rows, _, err := out.tabulate(localapi.Resource{}, all)
 		if err != nil {
 			return err
 		}
-		newTable(out.customHeader()...).write(&b, "", rows)
+		tbl.write(&b, "", rows)
 	default:
 		for _, f := range got {
 			if len(f.items) == 0 {
 				continue
 			}
-			tbl, rows, _, err := views[f.res.Kind].table(f.items, out.format == outputWide)
+			tbl, rows, _, err := out.tabulate(f.res, f.items)
 			if err != nil {
-				return &ExitError{Code: ExitFailure, Err: err}
+				return err
 			}
 			if len(t.kinds) > 1 {
 				for _, r := range rows {
@@ -228,113 +228,101 @@ func objectName(obj json.RawMessage) string {
 // deleted object's row ends in "(deleted)". Structured outputs print the
 // object at each change, -o name its KIND/NAME.
 func watchObjects(ctx context.Context, s Streams, c *client.Client, tg targets, name, selector string, out printer) error {
-	res := tg.kinds[0]
-	wide := out.format == outputWide
-	v := views[res.Kind]
-	var (
-		t     *table
-		extra bool
-		// shown holds what the first listing printed, so the watch's own
-		// ADDED events for those objects are not printed twice.
-		shown = map[string]json.RawMessage{}
-		// listErr is the first listing's error, which ends the command
-		// as a get without -w would.
-		listErr error
-	)
+	w := &objectWatch{w: s.Out, res: tg.kinds[0], name: name, out: out, shown: map[string]json.RawMessage{}, first: true}
 	// The first listing is taken once the watch has its starting point:
 	// a change after that point is in the stream, so none made while the
 	// watch starts is missed (an object deleted then would stay on
-	// screen).
+	// screen). Its error ends the command as a get without -w would.
+	var listErr error
 	list := func() error {
 		got, err := tg.fetch(ctx, c, selector)
-		if err != nil {
-			listErr = err
-			return err
+		if err == nil {
+			err = w.list(got[0].items)
 		}
-		items := got[0].items
-		switch {
-		case out.structured():
-		case out.format == outputName:
-			if err := printNames(s.Out, res, items); err != nil {
-				listErr = err
-				return err
-			}
-		case out.format == outputCustomColumns:
-			rows, err := out.customRows(items)
-			if err == nil {
-				t = newTable(out.customHeader()...)
-				err = t.write(s.Out, "", rows)
-			}
-			if err != nil {
-				listErr = err
-				return err
-			}
-		default:
-			var rows [][]string
-			var err error
-			t, rows, extra, err = v.table(items, wide)
-			if err != nil {
-				listErr = &ExitError{Code: ExitFailure, Err: err}
-				return listErr
-			}
-			if err := t.write(s.Out, "", rows); err != nil {
-				listErr = err
-				return err
-			}
-		}
-		if !out.structured() {
-			for _, item := range items {
-				shown[objectName(item)] = item
-			}
-		}
-		return nil
-	}
-	first := true
-	err := c.WatchSelected(ctx, res.Plural, selector, list, func(ev localapi.WatchEvent) error {
-		n := objectName(ev.Object)
-		if name != "" && n != name {
-			return nil
-		}
-		if prev, ok := shown[n]; ok {
-			delete(shown, n)
-			if ev.Type == localapi.Added && bytes.Equal(prev, ev.Object) {
-				return nil
-			}
-		}
-		var row []string
-		switch {
-		case out.structured():
-			if out.format == outputYAML && !first {
-				io.WriteString(s.Out, "---\n")
-			}
-			first = false
-			return out.document(s.Out, ev.Object)
-		case out.format == outputName:
-			return printNames(s.Out, res, []json.RawMessage{ev.Object})
-		case out.format == outputCustomColumns:
-			rows, err := out.customRows([]json.RawMessage{ev.Object})
-			if err != nil {
-				return err
-			}
-			row = rows[0]
-		default:
-			var err error
-			if row, err = v.cells(ev.Object, wide, extra); err != nil {
-				return err
-			}
-		}
-		t.fit(row)
-		line := t.format(row)
-		if ev.Type == localapi.Deleted {
-			line = strings.TrimSuffix(line, "\n") + columnGap + "(deleted)\n"
-		}
-		_, err := io.WriteString(s.Out, line)
+		listErr = err
 		return err
-	})
+	}
+	err := c.WatchSelected(ctx, w.res.Plural, selector, list, w.event)
 	if listErr != nil {
 		return listErr
 	}
 	return watchEnded(ctx, err)
+}
+
+// objectWatch prints what get -w sees of one kind.
+type objectWatch struct {
+	w    io.Writer
+	res  localapi.Resource
+	name string // the one object watched, "" for all
+	out  printer
+	// t is the table of the first listing, extra whether its rows carry
+	// the view's extra columns; later rows align with it.
+	t     *table
+	extra bool
+	// shown holds what the first listing printed, so the watch's own
+	// ADDED events for those objects are not printed twice.
+	shown map[string]json.RawMessage
+	first bool // no document printed yet
+}
+
+// list prints the first listing.
+func (w *objectWatch) list(items []json.RawMessage) error {
+	switch {
+	case w.out.structured():
+		return nil
+	case w.out.format == outputName:
+		if err := printNames(w.w, w.res, items); err != nil {
+			return err
+		}
+	default:
+		t, rows, extra, err := w.out.tabulate(w.res, items)
+		if err != nil {
+			return err
+		}
+		w.t, w.extra = t, extra
+		if err := t.write(w.w, "", rows); err != nil {
+			return err
+		}
+	}
+	for _, item := range items {
+		w.shown[objectName(item)] = item
+	}
+	return nil
+}
+
+// event prints one change.
+func (w *objectWatch) event(ev localapi.WatchEvent) error {
+	n := objectName(ev.Object)
+	if w.name != "" && n != w.name {
+		return nil
+	}
+	if prev, ok := w.shown[n]; ok {
+		delete(w.shown, n)
+		if ev.Type == localapi.Added && bytes.Equal(prev, ev.Object) {
+			return nil
+		}
+	}
+	switch {
+	case w.out.structured():
+		if w.out.format == outputYAML && !w.first {
+			io.WriteString(w.w, "---\n")
+		}
+		w.first = false
+		return w.out.document(w.w, ev.Object)
+	case w.out.format == outputName:
+		return printNames(w.w, w.res, []json.RawMessage{ev.Object})
+	}
+	row, err := w.out.row(w.res, ev.Object, w.extra)
+	if err != nil {
+		return err
+	}
+	w.t.fit(row)
+	line := w.t.format(row)
+	if ev.Type == localapi.Deleted {
+		line = strings.TrimSuffix(line, "\n") + columnGap + "(deleted)\n"
+	}
+	_, err = io.WriteString(w.w, line)
+	return err
 }
 
 // watchEnded is the error a command that watched until interrupted ends

@@ -154,6 +154,35 @@ func (o output) customHeader() []string {
 	return h
 }
 
+// tabulate returns the table and rows of items of res in p's table
+// format: custom columns, or the kind's view (extra says its rows carry
+// the view's extra columns). get and get -w both print through it.
+func (p printer) tabulate(res localapi.Resource, items []json.RawMessage) (t *table, rows [][]string, extra bool, err error) {
+	if p.format == outputCustomColumns {
+		if rows, err = p.customRows(items); err != nil {
+			return nil, nil, false, err
+		}
+		return newTable(p.customHeader()...), rows, false, nil
+	}
+	t, rows, extra, err = views[res.Kind].table(items, p.format == outputWide)
+	if err != nil {
+		return nil, nil, false, &ExitError{Code: ExitFailure, Err: err}
+	}
+	return t, rows, extra, nil
+}
+
+// row returns obj's row for a table tabulate made of res.
+func (p printer) row(res localapi.Resource, obj json.RawMessage, extra bool) ([]string, error) {
+	if p.format == outputCustomColumns {
+		rows, err := p.customRows([]json.RawMessage{obj})
+		if err != nil {
+			return nil, err
+		}
+		return rows[0], nil
+	}
+	return views[res.Kind].cells(obj, p.format == outputWide, extra)
+}
+
 // printNames prints kind/name, one a line, as -o name does.
 func printNames(w io.Writer, res localapi.Resource, items []json.RawMessage) error {
 	var b strings.Builder

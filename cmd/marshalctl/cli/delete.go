@@ -37,15 +37,18 @@ Exit status: 0 when everything was deleted, 1 when an object was not found
 wait timed out, 2 on a usage error, 3 when a file cannot be read or
 marshald cannot be reached.`
 
+// deleteOptions are delete's flags.
+type deleteOptions struct {
+	files          []string
+	selector       string
+	dryRun         bool
+	ignoreNotFound bool
+	wait           bool
+	timeout        time.Duration
+}
+
 func newDeleteCmd(g *globals, s Streams) *cobra.Command {
-	var (
-		files          []string
-		selector       string
-		dryRun         bool
-		ignoreNotFound bool
-		wait           bool
-		timeout        time.Duration
-	)
+	var o deleteOptions
 	cmd := &cobra.Command{
 		Use:   "delete KIND NAME…|KIND/NAME…|KIND -l SELECTOR | -f FILE|DIR|- [--dry-run] [--ignore-not-found] [--wait=false]",
 		Short: "Stop declaring objects by removing the files apply wrote for them",
@@ -56,88 +59,102 @@ func newDeleteCmd(g *globals, s Streams) *cobra.Command {
   marshalctl delete -f coder.yaml --dry-run
   marshalctl get ws webapp -o yaml | marshalctl delete -f -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout < 0 {
-				return usageError("--timeout %s: want a duration that is not negative", timeout)
-			}
-			var reqs []localapi.DeleteRequest
-			switch {
-			case len(files) > 0 && (len(args) > 0 || selector != ""):
-				return usageError("delete takes KIND NAME…, KIND -l SELECTOR or -f, not more than one")
-			case len(files) > 0:
-				m, err := readManifests(cmd.Context(), s.In, files)
-				if err != nil {
-					return &ExitError{Code: ExitFailure, Err: err}
-				}
-				if len(m.Errors) > 0 {
-					writeManifestErrors(s.Err, m.Errors, "nothing was deleted")
-					return &ExitError{Code: ExitNo, Silent: true}
-				}
-				reqs = append(reqs, localapi.DeleteRequest{Files: m.Files})
-			case len(args) == 0:
-				return usageError("delete needs KIND NAME, KIND -l SELECTOR, or -f FILE|DIR|-")
-			default:
-				t, err := parseTargets(args, selector)
-				if err != nil {
-					return err
-				}
-				switch {
-				case len(t.names) > 0:
-					for _, n := range t.names {
-						reqs = append(reqs, localapi.DeleteRequest{Kind: n.res.Kind, Name: n.name})
-					}
-				case selector == "":
-					return usageError("delete needs names, or -l SELECTOR: delete %s NAME", args[0])
-				default:
-					for _, res := range t.kinds {
-						reqs = append(reqs, localapi.DeleteRequest{Kind: res.Kind, Selector: selector})
-					}
-				}
+			reqs, err := o.requests(cmd.Context(), s, args)
+			if err != nil {
+				return err
 			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var outcomes []localapi.Outcome
-			for _, req := range reqs {
-				req.DryRun = dryRun
-				res, err := c.Delete(ctx, req)
-				if err != nil {
-					return daemonError(err)
-				}
-				if len(res.Errors) > 0 {
-					writeManifestErrors(s.Err, res.Errors, "nothing was deleted")
-					return &ExitError{Code: ExitNo, Silent: true}
-				}
-				outcomes = append(outcomes, res.Outcomes...)
-			}
-			if ignoreNotFound {
-				outcomes = slicesDeleteNotFound(outcomes)
-			}
-			if len(outcomes) == 0 && selector != "" {
-				fmt.Fprintln(s.Err, "No resources found.")
-				return nil
-			}
-			failed := writeOutcomes(s, outcomes, dryRun)
-			if wait && !dryRun {
-				if err := awaitDeleted(ctx, s, c, outcomes, timeout); err != nil {
-					return err
-				}
-			}
-			if failed > 0 {
-				return &ExitError{Code: ExitNo, Silent: true}
-			}
-			return nil
+			return o.run(cmd.Context(), s, c, reqs)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVarP(&files, "filename", "f", nil, "delete every object these manifests declare: file, directory, or - (repeatable)")
-	f.StringVarP(&selector, "selector", "l", "", "delete the objects of KIND whose labels match this selector")
-	f.BoolVar(&dryRun, "dry-run", false, "report what would be done; remove nothing")
-	f.BoolVar(&ignoreNotFound, "ignore-not-found", false, "an object that is not found is not an error")
-	f.BoolVar(&wait, "wait", true, "return once marshald no longer has the deleted objects")
-	f.DurationVar(&timeout, "timeout", 0, "with --wait, give up waiting after this long; 0 waits as long as it takes")
+	f.StringArrayVarP(&o.files, "filename", "f", nil, "delete every object these manifests declare: file, directory, or - (repeatable)")
+	f.StringVarP(&o.selector, "selector", "l", "", "delete the objects of KIND whose labels match this selector")
+	f.BoolVar(&o.dryRun, "dry-run", false, "report what would be done; remove nothing")
+	f.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "an object that is not found is not an error")
+	f.BoolVar(&o.wait, "wait", true, "return once marshald no longer has the deleted objects")
+	f.DurationVar(&o.timeout, "timeout", 0, "with --wait, give up waiting after this long; 0 waits as long as it takes")
 	return cmd
+}
+
+// requests parses delete's arguments and flags into the requests to
+// make; a manifest of -f is read and checked here.
+func (o *deleteOptions) requests(ctx context.Context, s Streams, args []string) ([]localapi.DeleteRequest, error) {
+	if o.timeout < 0 {
+		return nil, usageError("--timeout %s: want a duration that is not negative", o.timeout)
+	}
+	switch {
+	case len(o.files) > 0 && (len(args) > 0 || o.selector != ""):
+		return nil, usageError("delete takes KIND NAME…, KIND -l SELECTOR or -f, not more than one")
+	case len(o.files) > 0:
+		m, err := readManifests(ctx, s.In, o.files)
+		if err != nil {
+			return nil, &ExitError{Code: ExitFailure, Err: err}
+		}
+		if len(m.Errors) > 0 {
+			writeManifestErrors(s.Err, m.Errors, "nothing was deleted")
+			return nil, &ExitError{Code: ExitNo, Silent: true}
+		}
+		return []localapi.DeleteRequest{{Files: m.Files}}, nil
+	case len(args) == 0:
+		return nil, usageError("delete needs KIND NAME, KIND -l SELECTOR, or -f FILE|DIR|-")
+	}
+	t, err := parseTargets(args, o.selector)
+	if err != nil {
+		return nil, err
+	}
+	var reqs []localapi.DeleteRequest
+	switch {
+	case len(t.names) > 0:
+		for _, n := range t.names {
+			reqs = append(reqs, localapi.DeleteRequest{Kind: n.res.Kind, Name: n.name})
+		}
+	case o.selector == "":
+		return nil, usageError("delete needs names, or -l SELECTOR: delete %s NAME", args[0])
+	default:
+		for _, res := range t.kinds {
+			reqs = append(reqs, localapi.DeleteRequest{Kind: res.Kind, Selector: o.selector})
+		}
+	}
+	return reqs, nil
+}
+
+// run makes the requests, reports their outcomes and, with --wait, waits
+// for marshald to no longer have the deleted objects.
+func (o *deleteOptions) run(ctx context.Context, s Streams, c *client.Client, reqs []localapi.DeleteRequest) error {
+	var outcomes []localapi.Outcome
+	for _, req := range reqs {
+		req.DryRun = o.dryRun
+		res, err := c.Delete(ctx, req)
+		if err != nil {
+			return daemonError(err)
+		}
+		if len(res.Errors) > 0 {
+			writeManifestErrors(s.Err, res.Errors, "nothing was deleted")
+			return &ExitError{Code: ExitNo, Silent: true}
+		}
+		outcomes = append(outcomes, res.Outcomes...)
+	}
+	if o.ignoreNotFound {
+		outcomes = slicesDeleteNotFound(outcomes)
+	}
+	if len(outcomes) == 0 && o.selector != "" {
+		fmt.Fprintln(s.Err, "No resources found.")
+		return nil
+	}
+	failed := writeOutcomes(s, outcomes, o.dryRun)
+	if o.wait && !o.dryRun {
+		if err := awaitDeleted(ctx, s, c, outcomes, o.timeout); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return &ExitError{Code: ExitNo, Silent: true}
+	}
+	return nil
 }
 
 // slicesDeleteNotFound drops the objects that were not found.

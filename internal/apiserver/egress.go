@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -14,41 +13,26 @@ import (
 // every record written later. ProfileParam and WorkspaceParam keep only
 // one profile's or one workspace's.
 func (s *Server) egressLog(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	follow, err := boolParam(r, localapi.FollowParam)
-	if err != nil {
+	q := EgressQuery{Tail: -1}
+	var err error
+	if q.Follow, err = boolParam(r, localapi.FollowParam); err != nil {
 		return err
 	}
-	tail := -1
-	if v := q.Get(localapi.TailParam); v != "" {
+	if v := r.URL.Query().Get(localapi.TailParam); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return apiError(http.StatusBadRequest, localapi.CodeBadRequest, "%s=%q: want a number of records, 0 or more", localapi.TailParam, v)
 		}
-		tail = n
+		q.Tail = n
 	}
-	profile, workspace := q.Get(localapi.ProfileParam), q.Get(localapi.WorkspaceParam)
-	keep := func(line []byte) bool {
-		if profile == "" && workspace == "" {
-			return true
-		}
-		var rec struct {
-			Profile   string `json:"profile"`
-			Workspace string `json:"workspace"`
-		}
-		if json.Unmarshal(line, &rec) != nil {
-			return false
-		}
-		return (profile == "" || rec.Profile == profile) && (workspace == "" || rec.Workspace == workspace)
-	}
+	q.Profile, q.Workspace = r.URL.Query().Get(localapi.ProfileParam), r.URL.Query().Get(localapi.WorkspaceParam)
 
 	var (
 		rc      = http.NewResponseController(w)
 		started bool
-		live    bool
-		// last holds the newest tail records kept, until the history is
-		// read.
-		last [][]byte
+		// live is set once the records kept are written: each later one
+		// is flushed as it comes.
+		live bool
 	)
 	start := func() {
 		if !started {
@@ -58,7 +42,7 @@ func (s *Server) egressLog(w http.ResponseWriter, r *http.Request) error {
 			started = true
 		}
 	}
-	write := func(line []byte) error {
+	onRecord := func(line []byte) error {
 		start()
 		if _, err := w.Write(line); err != nil {
 			return errClientGone
@@ -66,47 +50,20 @@ func (s *Server) egressLog(w http.ResponseWriter, r *http.Request) error {
 		if _, err := w.Write([]byte{'\n'}); err != nil {
 			return errClientGone
 		}
-		return nil
-	}
-	onRecord := func(line []byte) error {
-		if !keep(line) {
-			return nil
+		if live && rc.Flush() != nil {
+			return errClientGone
 		}
-		if live {
-			if err := write(line); err != nil {
-				return err
-			}
-			if rc.Flush() != nil {
-				return errClientGone
-			}
-			return nil
-		}
-		if tail < 0 {
-			return write(line)
-		}
-		if tail == 0 {
-			return nil
-		}
-		if len(last) == tail {
-			last = append(last[:0], last[1:]...)
-		}
-		last = append(last, append([]byte(nil), line...))
 		return nil
 	}
 	caughtUp := func() error {
-		for _, line := range last {
-			if err := write(line); err != nil {
-				return err
-			}
-		}
-		last, live = nil, true
+		live = true
 		start()
 		if rc.Flush() != nil {
 			return errClientGone
 		}
 		return nil
 	}
-	err = s.d.EgressLog(r.Context(), follow, onRecord, caughtUp)
+	err = s.d.EgressLog(r.Context(), q, onRecord, caughtUp)
 	switch {
 	case err == nil, errors.Is(err, errClientGone):
 		return nil

@@ -77,13 +77,14 @@ type Daemon interface {
 	// open for reading at its start, which no path names any more; the
 	// server closes it.
 	Backup(ctx context.Context) (*os.File, error)
-	// EgressLog reads the egress proxy's audit log: fn gets every record
-	// kept, one localapi.EgressRecord encoded as JSON per call, oldest
-	// first; then caughtUp is called; then, with follow, fn gets every
-	// record written later, until ctx ends. fn must not keep its
+	// EgressLog reads the egress proxy's audit log: fn gets the records
+	// kept that q selects, one localapi.EgressRecord encoded as JSON per
+	// call, oldest first; then caughtUp is called; then, with q.Follow,
+	// fn gets every record written later that q selects, until ctx ends
+	// (EgressQuery.Select does the selecting). fn must not keep its
 	// argument. An error from a callback ends the read and is returned.
 	// An error wrapping ErrNotSupported when the proxy does not run.
-	EgressLog(ctx context.Context, follow bool, fn func(record []byte) error, caughtUp func() error) error
+	EgressLog(ctx context.Context, q EgressQuery, fn func(record []byte) error, caughtUp func() error) error
 }
 
 // Options configure a Server.

@@ -226,9 +226,9 @@ func (d *Daemon) serveEgress(ctx context.Context) error {
 	return d.egress.proxy.Run(ctx, lns...)
 }
 
-// EgressLog reads the audit log.
-func (v *view) EgressLog(ctx context.Context, follow bool, fn func([]byte) error, caughtUp func() error) error {
-	return v.d.egress.log.Read(ctx, follow, fn, caughtUp)
+// EgressLog reads the records of the audit log that q selects.
+func (v *view) EgressLog(ctx context.Context, q apiserver.EgressQuery, fn func([]byte) error, caughtUp func() error) error {
+	return q.Select(ctx, v.d.egress.log.Read, fn, caughtUp)
 }
 
 // egressLaunches is the launcher's record as the proxy reads it; l is

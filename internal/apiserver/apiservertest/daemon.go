@@ -293,14 +293,20 @@ func (d *Daemon) Get(ctx context.Context, kind, name string) (any, error) {
 	return obj, nil
 }
 
-// EgressLog reads the records AddEgress added, then follows.
-func (d *Daemon) EgressLog(ctx context.Context, follow bool, fn func([]byte) error, caughtUp func() error) error {
+// EgressLog reads the records AddEgress added that q selects, then
+// follows.
+func (d *Daemon) EgressLog(ctx context.Context, q apiserver.EgressQuery, fn func([]byte) error, caughtUp func() error) error {
 	d.mu.Lock()
 	if d.noProxy {
 		d.mu.Unlock()
 		return fmt.Errorf("the egress proxy does not run: %w", apiserver.ErrNotSupported)
 	}
 	d.mu.Unlock()
+	return q.Select(ctx, d.readEgress, fn, caughtUp)
+}
+
+// readEgress reads every record AddEgress added, then follows.
+func (d *Daemon) readEgress(ctx context.Context, follow bool, fn func([]byte) error, caughtUp func() error) error {
 	next := 0
 	for first := true; ; first = false {
 		d.mu.Lock()

@@ -88,3 +88,25 @@ func TestSetListsAnew(t *testing.T) {
 		t.Errorf("Has(%s) = false after a list", p.Addr())
 	}
 }
+
+func TestSetOfThisNamespaceStopsWithItsContext(t *testing.T) {
+	s, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Has(netip.MustParseAddr("127.0.0.1")) {
+		t.Errorf("this namespace's set lacks 127.0.0.1: %d addresses", s.Len())
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v, want nil once its context ended", err)
+		}
+	case <-time.After(testutil.Deadline):
+		t.Fatal("Run did not return once its context ended")
+	}
+}

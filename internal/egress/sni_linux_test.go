@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,22 +75,25 @@ func (l readCountingListener) Accept() (net.Conn, error) {
 }
 
 // readCountingConn counts what is read from it, and reports the count
-// once, at the first error (the peer closed, or the server did).
+// once, when the server closes it (a TLS server closes on close_notify
+// without reading to the end, and after a failed handshake).
 type readCountingConn struct {
 	net.Conn
-	n        int64
-	read     chan<- int64
-	reported bool
+	n    atomic.Int64
+	read chan<- int64
+	once sync.Once
 }
 
 func (c *readCountingConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	c.n += int64(n)
-	if err != nil && !c.reported {
-		c.reported = true
-		c.read <- c.n
-	}
+	c.n.Add(int64(n))
 	return n, err
+}
+
+func (c *readCountingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.read <- c.n.Load() })
+	return err
 }
 
 func TestConnectSNIMustNameTheHost(t *testing.T) {
@@ -260,4 +265,50 @@ func benchClientHello(b *testing.B, serverName string) []byte {
 	tls.Client(c1, &tls.Config{ServerName: serverName}).Handshake()
 	c1.Close()
 	return <-done
+}
+
+func TestSOCKS5To443SNIMustNameTheHost(t *testing.T) {
+	needCurl(t)
+	// Port 443 is listened on in a namespace of the test's own, which
+	// the proxy dials into.
+	ns := testutil.NewNetNamespace(t)
+	up := &tlsUpstream{read: make(chan int64, 64), port: "443"}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello over TLS")
+	}))
+	srv.Listener.Close()
+	srv.Listener = readCountingListener{ns.Listen(t, "tcp", "127.0.0.1:443"), up.read}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	up.caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(up.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dialer := &nsDialer{t: t, ns: ns, only: loopback4[0]}
+	h := newHarness(t, func(o *Options) { o.Dialer = dialer })
+	h.resolver["example.com"] = loopback4
+	h.resolver["front.test"] = loopback4
+	h.policies.declare("coder", &v1alpha1.EgressSpec{Rules: []v1alpha1.EgressRule{
+		{Action: v1alpha1.EgressAllow, Hosts: []string{"example.com", "front.test"}, Ports: []int32{443}}}})
+	a := h.launch("coder", "webapp")
+	socks := "socks5h://" + h.tcp
+
+	if code, err := h.curl(a.dir, "-x", socks, "--cacert", up.caFile, "https://example.com/"); err != nil || code != "200" {
+		t.Fatalf("curl through SOCKS5 with a matching SNI = %q, %v; want 200", code, err)
+	}
+	wantRecord(t, h.audit.next(t), a, ProtocolSOCKS5, "example.com", VerdictAllow, "rule")
+	up.nextRead(t)
+
+	if code, _ := h.curl(a.dir, "-x", socks, "--cacert", up.caFile, "--connect-to", "example.com:443:front.test:443", "https://example.com/"); code == "200" {
+		t.Fatal("a SOCKS5 tunnel to front.test:443 carried a ClientHello for example.com")
+	}
+	rec := h.audit.next(t)
+	wantRecord(t, rec, a, ProtocolSOCKS5, "front.test", VerdictDeny, ReasonSNIMismatch)
+	if rec.SNI != "example.com" {
+		t.Errorf("record sni %q, want example.com", rec.SNI)
+	}
+	if n := up.nextRead(t); n != 0 {
+		t.Errorf("the upstream read %d bytes of a refused tunnel, want none", n)
+	}
 }

@@ -63,10 +63,26 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Backend is the part of the cgroup backend the controllers use: the
+// host's probe, the profiles' slices, and the scopes they observe, kill
+// and remove once empty. Every cgroup.Backend is one.
+type Backend interface {
+	Name() string
+	Probe(ctx context.Context) (cgroup.Capabilities, error)
+	EnsureSlice(ctx context.Context, profile string, limits cgroup.Limits) (cgroup.Applied, error)
+	RemoveSlice(ctx context.Context, profile string) error
+	ListScopes(ctx context.Context) ([]cgroup.Scope, error)
+	Watch(ctx context.Context, fn func(cgroup.Event)) error
+	Kill(ctx context.Context, s cgroup.Scope) error
+	RemoveScope(ctx context.Context, s cgroup.Scope) error
+}
+
+var _ Backend = cgroup.Backend(nil)
+
 // env is what every controller shares.
 type env struct {
 	s        *Stores
-	backend  cgroup.Backend
+	backend  Backend
 	rec      recorder
 	clock    clock.WithTicker
 	interval time.Duration
@@ -172,7 +188,7 @@ func (m *Manager) Synced() <-chan struct{} { return m.synced }
 //
 // Run them with Manager.Start. Setup returns ErrInvalidSetup when a store,
 // the backend or the recorder is missing or an option is negative.
-func Setup(s *Stores, backend cgroup.Backend, rec *events.Recorder, opts Options) (*Manager, error) {
+func Setup(s *Stores, backend Backend, rec *events.Recorder, opts Options) (*Manager, error) {
 	switch {
 	case s == nil || s.Desired == nil || s.Decls == nil || s.Profiles == nil || s.Workspaces == nil ||
 		s.Hosts == nil || s.Consumers == nil || s.Scopes == nil || s.Agents == nil:

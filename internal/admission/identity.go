@@ -1,9 +1,6 @@
 package admission
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
@@ -21,17 +18,9 @@ type Inspector interface {
 // line. The command name in parentheses may hold spaces and parentheses
 // itself, so fields are counted after its last ')'.
 func ParseStat(data []byte) (state byte, start uint64, err error) {
-	// Fields after the name start at field 3 (state); start time is 22.
-	fields, err := identity.StatFields(data)
+	st, err := identity.ParseStat(data)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(fields) < 20 || len(fields[0]) != 1 {
-		return 0, 0, fmt.Errorf("stat line has %d fields after the command name", len(fields))
-	}
-	start, err = strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("stat start time %q: %w", fields[19], err)
-	}
-	return fields[0][0], start, nil
+	return st.State, st.StartTime, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/marshal-dev/marshal/internal/rawfile"
+	"github.com/marshal-dev/marshal/internal/identity"
 )
 
 // Procfs is the Inspector of the running kernel.
@@ -43,22 +43,18 @@ func (p Procfs) StartTime(pid int) (uint64, error) {
 	if pid <= 0 {
 		return 0, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
-	data, err := rawfile.Read(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
+	st, err := identity.ReadStat(filepath.Join(p.root(), strconv.Itoa(pid), "stat"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("reading stat of pid %d: %w", pid, err)
 	}
-	state, start, err := ParseStat(data)
-	if err != nil {
-		return 0, fmt.Errorf("pid %d: %w", pid, err)
-	}
 	// A zombie has exited; only its parent's wait keeps the pid.
-	if state == 'Z' || state == 'X' || state == 'x' {
+	if st.State == 'Z' || st.State == 'X' || st.State == 'x' {
 		return 0, fmt.Errorf("pid %d has exited: %w", pid, ErrNoProcess)
 	}
-	return start, nil
+	return st.StartTime, nil
 }
 
 var _ Inspector = Procfs{}

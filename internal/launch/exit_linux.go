@@ -1,14 +1,11 @@
 package launch
 
 import (
-	"fmt"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/identity"
-	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // ExitStatus returns the wait status of the process once it has exited,
@@ -55,19 +52,9 @@ func (p *Process) reapedStatus() (syscall.WaitStatus, bool) {
 // zombieStatus is the exit code /proc/<pid>/stat shows while the process
 // is a zombie; its start time proves the pid is still this process's.
 func (p *Process) zombieStatus() (syscall.WaitStatus, bool) {
-	data, err := rawfile.Read(fmt.Sprintf("/proc/%d/stat", p.PID))
-	if err != nil {
+	st, err := identity.ReadStat(identity.StatPath(p.PID))
+	if err != nil || st.State != 'Z' || st.StartTime != p.StartTime || !st.HasExitCode {
 		return 0, false
 	}
-	f, err := identity.StatFields(data)
-	// f[0] is field 3 (the state), f[19] field 22 (the start time), f[49]
-	// field 52 (the exit code).
-	if err != nil || len(f) < 50 || f[0] != "Z" || f[19] != strconv.FormatUint(p.StartTime, 10) {
-		return 0, false
-	}
-	code, err := strconv.ParseUint(f[49], 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return syscall.WaitStatus(uint32(code)), true
+	return syscall.WaitStatus(st.ExitCode), true
 }

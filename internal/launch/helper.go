@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/identity"
-	"github.com/marshal-dev/marshal/internal/rawfile"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
 
@@ -185,33 +183,13 @@ func (l *Launcher) ownersChild(owner admission.Process, helper *Process) error {
 
 // parentOf reads a process's parent from /proc/<pid>/stat.
 func parentOf(pid int) (int, error) {
-	fields, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(fields[1])
+	st, err := identity.ReadStat(identity.StatPath(pid))
+	return st.Parent, err
 }
 
 func startTimeOf(pid int) (uint64, error) {
-	fields, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
-}
-
-// statFields are the fields of /proc/<pid>/stat after the command name:
-// the state first, the parent next, the start time twentieth.
-func statFields(pid int) ([]string, error) {
-	data, err := rawfile.Read(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil, err
-	}
-	fields, err := identity.StatFields(data)
-	if err == nil && len(fields) < 20 {
-		err = fmt.Errorf("/proc/%d/stat has %d fields", pid, len(fields))
-	}
-	return fields, err
+	st, err := identity.ReadStat(identity.StatPath(pid))
+	return st.StartTime, err
 }
 
 // Observe settles the attempt of the launch of id on its scope read now,

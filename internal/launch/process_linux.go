@@ -13,7 +13,6 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/identity"
-	"github.com/marshal-dev/marshal/internal/rawfile"
 )
 
 // PinPeer pins the process at the other end of conn, the caller of a
@@ -193,15 +192,8 @@ func (p *Process) deprioritize() (bool, error) {
 
 // readNice reads field 19 (nice) of a stat file of /proc.
 func readNice(path string) (int, error) {
-	data, err := rawfile.Read(path)
-	if err != nil {
-		return 0, err
-	}
-	f, err := identity.StatFields(data)
-	if err != nil || len(f) < 17 {
-		return 0, fmt.Errorf("%s: not a stat line", path)
-	}
-	return strconv.Atoi(f[16])
+	st, err := identity.ReadStat(path)
+	return st.Nice, err
 }
 
 // openNetNS opens the process's network namespace (identity.OpenNetNS).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -136,16 +137,16 @@ func BenchmarkPeerIdentity(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		x := newIdentifier(tree.Mounts.V2, launches, self)
-		defer x.close()
+		x := peer.NewIdentifier(tree.Mounts.V2, launches, self)
+		defer x.Close()
 		var lat latencies
 		i := 0
 		for b.Loop() {
 			if fresh {
-				x.cgroups = newCgroupIndex(tree.Mounts.V2)
+				x.ForgetGroups()
 			}
 			start := time.Now()
-			_, who, err := x.identify(cs[i%len(cs)])
+			_, who, err := x.Identify(cs[i%len(cs)])
 			lat = append(lat, time.Since(start))
 			if err != nil || who.ID != a.ID {
 				b.Fatalf("identified %+v, %v; want the launch", who, err)
@@ -186,7 +187,7 @@ func BenchmarkDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := &conn{peer: &peer{transport: TransportTCP}, who: attribution{Launch: Launch{Profile: "coder"}, Scope: "s"}}
+	c := &conn{peer: &peer.Peer{Transport: TransportTCP}, who: peer.Who{Launch: Launch{Profile: "coder"}, Scope: "s"}}
 	for _, host := range []string{"140.82.112.3", "github.com"} {
 		b.Run(map[bool]string{true: "address", false: "name"}[host[0] == '1'], func(b *testing.B) {
 			t, err := newTarget(ProtocolConnect, host, 443)

@@ -51,7 +51,7 @@ func (p *Proxy) decide(ctx context.Context, c *conn, t target, rec *Record) []ne
 		pol    *policy.Policy
 		reason string
 	)
-	if c.who.scoped() {
+	if c.who.Scoped() {
 		pol, reason = p.policies.forProfile(c.who.Profile)
 	} else {
 		pol, reason = p.policies.forUnscoped()

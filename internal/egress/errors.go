@@ -1,12 +1,16 @@
 package egress
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/marshal-dev/marshal/internal/peer"
+)
 
 var (
 	// ErrUnsupportedListener is returned when the proxy is given a
 	// listener whose connections are neither TCP nor unix stream
 	// sockets: it could not identify their peers.
-	ErrUnsupportedListener = errors.New("egress: connections of this kind cannot be identified")
+	ErrUnsupportedListener = peer.ErrUnsupportedListener
 	// ErrNotLoopback is returned by ListenTCP for an address that is not
 	// a loopback IP address: peers are identified by the kernel's
 	// knowledge of local sockets, so the proxy serves this host only.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/peer"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -82,18 +83,18 @@ func (a *aggregator) denied(rec *Record) {
 // notLaunched counts a connection from a scope marshald did not launch,
 // or from a process in another network namespace than its scope's
 // launch.
-func (a *aggregator) notLaunched(who attribution) {
+func (a *aggregator) notLaunched(who peer.Who) {
 	msg := fmt.Sprintf("a process in %s, which marshald did not launch (%s), used the egress proxy and counts as unscoped",
-		who.claimed.Path, who.why)
-	if who.unscoped == UnscopedOtherNetNS {
+		who.Claimed.Path, who.Why)
+	if who.Unscoped == UnscopedOtherNetNS {
 		home := ""
-		if who.home != "" {
-			home = ", that of " + who.home
+		if who.Home != "" {
+			home = ", that of " + who.Home
 		}
 		msg = fmt.Sprintf("a process in %s but in another network namespace than its launch's (%s%s) used the egress proxy and counts as unscoped",
-			who.claimed.Path, who.why, home)
+			who.Claimed.Path, who.Why, home)
 	}
-	a.add(eventKey{reconcile.Key{Kind: v1alpha1.KindProfile, Name: who.claimed.Profile}, EventScopeNotLaunched, msg})
+	a.add(eventKey{reconcile.Key{Kind: v1alpha1.KindProfile, Name: who.Claimed.Profile}, EventScopeNotLaunched, msg})
 }
 
 func (a *aggregator) add(k eventKey) {

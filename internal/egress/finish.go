@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/localapi"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // newRecord starts the record of a request on c.
 func (p *Proxy) newRecord(c *conn, protocol string) *Record {
 	rec := &Record{
 		Time:      p.opts.Clock.Now().UTC(),
-		Transport: c.peer.transport,
+		Transport: c.peer.Transport,
 		Protocol:  protocol,
-		PID:       c.peer.pid,
+		PID:       c.peer.PID,
 	}
-	if c.who.scoped() {
+	if c.who.Scoped() {
 		rec.Scope, rec.Profile, rec.Workspace, rec.Attempt = c.who.Scope, c.who.Profile, c.who.Workspace, c.who.Attempt
 	} else {
-		rec.Unscoped, rec.Claimed, rec.Namespace = c.who.unscoped, c.who.claimed.Scope, c.who.home
+		rec.Unscoped, rec.Claimed, rec.Namespace = c.who.Unscoped, c.who.Claimed.Scope, c.who.Home
 	}
 	return rec
 }
@@ -62,7 +63,7 @@ func (p *Proxy) finish(c *conn, rec *Record) {
 // (a denied peer waits for its answer, which waits for the search) or,
 // for a tunnel, once it is open, while the peer still holds its socket.
 func (p *Proxy) lookForOwner(c *conn) {
-	if c.owner != nil || !c.who.scoped() {
+	if c.owner != nil || !c.who.Scoped() {
 		return
 	}
 	c.owner = p.findOwner(c.peer)
@@ -80,8 +81,8 @@ func (c *conn) awaitOwner() {
 	}
 }
 
-func (p *Proxy) findOwner(pr *peer) func() (int, string) {
-	if pr.transport != TransportTCP {
+func (p *Proxy) findOwner(pr *peer.Peer) func() (int, string) {
+	if pr.Transport != TransportTCP {
 		return nil
 	}
 	type owner struct {
@@ -90,7 +91,7 @@ func (p *Proxy) findOwner(pr *peer) func() (int, string) {
 	}
 	ch := make(chan owner, 1)
 	p.wg.Go(func() {
-		pid := p.ident.owner(pr)
+		pid := p.ident.Owner(pr)
 		ch <- owner{pid, command(pid)}
 	})
 	var got *owner

@@ -20,6 +20,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/egress/policy"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // Defaults of Options.
@@ -125,7 +126,7 @@ type Options struct {
 type Proxy struct {
 	opts     Options
 	log      *slog.Logger
-	ident    *identifier
+	ident    *peer.Identifier
 	policies *policyCache
 	events   *aggregator
 	http     *http.Server
@@ -166,7 +167,7 @@ func New(opts Options) (*Proxy, error) {
 	p := &Proxy{
 		opts:      opts,
 		log:       opts.Logger,
-		ident:     newIdentifier(opts.CgroupMount, opts.Launches, opts.NetNS),
+		ident:     peer.NewIdentifier(opts.CgroupMount, opts.Launches, opts.NetNS),
 		policies:  &policyCache{src: opts.Policies, byProfile: map[string]cachedPolicy{}},
 		httpConns: newConnListener(),
 		conns:     map[*conn]struct{}{},
@@ -225,7 +226,7 @@ func defaults(o *Options) {
 func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer p.ident.close()
+	defer p.ident.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(lns)+1)
 	p.http.BaseContext = func(net.Listener) context.Context { return ctx }
@@ -331,14 +332,14 @@ func (p *Proxy) forget(c *conn) {
 // serve identifies c's peer, tells its protocol by the first byte and
 // serves it: SOCKS5 here, HTTP through the http.Server.
 func (p *Proxy) serve(ctx context.Context, c *conn) {
-	peer, who, err := p.ident.identify(c.Conn)
+	pr, who, err := p.ident.Identify(c.Conn)
 	if err != nil {
 		p.log.Warn("egress: connection not identified", "err", err)
 		c.Close()
 		return
 	}
-	c.peer, c.who = peer, who
-	if (who.unscoped == UnscopedNotLaunched || who.unscoped == UnscopedOtherNetNS) && p.events != nil {
+	c.peer, c.who = pr, who
+	if (who.Unscoped == UnscopedNotLaunched || who.Unscoped == UnscopedOtherNetNS) && p.events != nil {
 		p.events.notLaunched(who)
 	}
 	c.SetReadDeadline(time.Now().Add(p.opts.HandshakeTimeout))
@@ -348,9 +349,9 @@ func (p *Proxy) serve(ctx context.Context, c *conn) {
 		return
 	}
 	c.peeked = first[:]
-	full := !p.acquire(who.key(peer))
+	full := !p.acquire(who.Key(pr))
 	if !full {
-		c.key = who.key(peer)
+		c.key = who.Key(pr)
 	}
 	switch first[0] {
 	case socks5Version:
@@ -373,8 +374,8 @@ type conn struct {
 	// peeked holds the bytes read to tell the protocol, which Read
 	// returns first.
 	peeked []byte
-	peer   *peer
-	who    attribution
+	peer   *peer.Peer
+	who    peer.Who
 	// key is the peer's share the connection holds, "" when none.
 	key string
 	// owner, when set, says which process holds the peer's socket.

@@ -78,7 +78,7 @@ func (p *Proxy) serverNameAllowed(c *conn, t target, sni string) bool {
 		return addr == t.addr
 	}
 	pol, _ := p.policies.forProfile(c.who.Profile)
-	if !c.who.scoped() {
+	if !c.who.Scoped() {
 		pol, _ = p.policies.forUnscoped()
 	}
 	return pol != nil && pol.DecideWith(name, t.addr, t.port, p.opts.HostAddresses).Allow

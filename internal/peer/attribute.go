@@ -1,4 +1,4 @@
-package egress
+package peer
 
 import (
 	"errors"
@@ -45,27 +45,29 @@ const (
 	TransportUnix = "unix"
 )
 
-// peer is what the kernel says of the process at the other end of an
+// Peer is what the kernel says of the process at the other end of an
 // accepted connection.
-type peer struct {
-	transport string
-	// cgroup is the peer's cgroup2 path ("" when unknown): the group its
+type Peer struct {
+	Transport string
+	// Cgroup is the peer's cgroup2 path ("" when unknown): the group its
 	// socket was made in (TCP), or the process's own (unix).
-	cgroup string
-	// cgroupID is the TCP socket's group; sockInode the socket's inode,
-	// which names it in /proc/<pid>/fd; local and remote its addresses.
-	cgroupID      uint64
+	Cgroup string
+	// CgroupID is the TCP socket's group, or the unix peer's where the
+	// kernel names it; sockInode the socket's inode, which names it in
+	// /proc/<pid>/fd; local and remote its addresses.
+	CgroupID      uint64
 	sockInode     uint32
 	local, remote netip.AddrPort
-	// netns is the peer's network namespace: the process's (unix), or
+	// NetNS is the peer's network namespace: the process's (unix), or
 	// the listener's (TCP: loopback connects only within a namespace).
-	netns identity.NetNS
-	// pid and uid are the peer process's, when the transport names it
-	// (SO_PEERCRED); a TCP peer's pid is found later, for the audit.
-	pid int
-	uid uint32
-	// hasUID reports whether uid is known.
-	hasUID bool
+	NetNS identity.NetNS
+	// PID, UID and GID are the peer process's, when the transport names
+	// it (SO_PEERCRED); a TCP peer's pid is found later, for the audit.
+	PID int
+	UID uint32
+	GID uint32
+	// HasUID reports whether UID is known.
+	HasUID bool
 }
 
 // Why a peer counts as no launch's. Enumerations, as the audit log
@@ -88,37 +90,38 @@ const (
 	UnscopedOtherNetNS = "other_netns"
 )
 
-// attribution is who a connection is: a launch, or nobody and why.
-type attribution struct {
+// Who is who a peer is: a launch, or nobody and why.
+type Who struct {
 	Launch
 	// Scope is the launch's scope unit name, "" when unscoped.
 	Scope string
-	// unscoped says why the peer is no launch's; "" when it is one's.
-	unscoped string
-	// claimed is the scope a peer's group is named like, and why the
-	// launch of its ID is not the peer's, when unscoped is
-	// UnscopedNotLaunched.
-	claimed scope.Identity
-	why     string
-	// home is the scope of the launch whose network namespace the peer is
-	// in, when unscoped is UnscopedOtherNetNS and one is.
-	home string
+	// Unscoped says why the peer is no launch's; "" when it is one's.
+	Unscoped string
+	// Claimed is the scope a peer's group is named like, and Why the
+	// launch of its ID is not the peer's, when Unscoped is
+	// UnscopedNotLaunched or UnscopedOtherNetNS.
+	Claimed scope.Identity
+	Why     string
+	// Home is the scope of the launch whose network namespace the peer is
+	// in, when Unscoped is UnscopedOtherNetNS and one is.
+	Home string
 }
 
-func (a attribution) scoped() bool { return a.unscoped == "" }
+// Scoped reports whether the peer is a launch's.
+func (a Who) Scoped() bool { return a.Unscoped == "" }
 
-// key names the peer for the bound on connections per peer: its launch,
+// Key names the peer for the bound on connections per peer: its launch,
 // else its group, else its user.
-func (a attribution) key(p *peer) string {
+func (a Who) Key(p *Peer) string {
 	switch {
-	case a.scoped():
+	case a.Scoped():
 		return "launch:" + a.ID
-	case p.cgroupID != 0:
-		return "cgroup:" + strconv.FormatUint(p.cgroupID, 10)
-	case p.cgroup != "":
-		return "cgroup:" + p.cgroup
-	case p.hasUID:
-		return "uid:" + strconv.FormatUint(uint64(p.uid), 10)
+	case p.CgroupID != 0:
+		return "cgroup:" + strconv.FormatUint(p.CgroupID, 10)
+	case p.Cgroup != "":
+		return "cgroup:" + p.Cgroup
+	case p.HasUID:
+		return "uid:" + strconv.FormatUint(uint64(p.UID), 10)
 	}
 	return "unknown"
 }
@@ -126,14 +129,14 @@ func (a attribution) key(p *peer) string {
 // check confirms that a peer found in the scope named by id belongs to
 // launch l, which marshald recorded under id.ID: it returns nil, or why
 // not. Each check is one claim of the launch record the peer must meet.
-type check func(p *peer, id scope.Identity, l Launch) error
+type check func(p *Peer, id scope.Identity, l Launch) error
 
 // checks are what a peer in a scope must meet to count as its launch's.
 var checks = []check{
 	// The scope's name says its profile; the launch of that ID must be
 	// of the same profile, so that a scope named for a permissive
 	// profile gains nothing.
-	func(_ *peer, id scope.Identity, l Launch) error {
+	func(_ *Peer, id scope.Identity, l Launch) error {
 		if l.Profile != id.Profile {
 			return fmt.Errorf("scope %s names profile %q; its launch is of %q", id.Scope, id.Profile, l.Profile)
 		}
@@ -141,7 +144,7 @@ var checks = []check{
 	},
 	// The scope must be the one marshald made for the launch, not a
 	// group of the same name elsewhere.
-	func(_ *peer, id scope.Identity, l Launch) error {
+	func(_ *Peer, id scope.Identity, l Launch) error {
 		if l.Path != id.Path {
 			return fmt.Errorf("scope %s is at %s; its launch's is at %s", id.Scope, id.Path, l.Path)
 		}
@@ -152,12 +155,12 @@ var checks = []check{
 	// delegated to its user, but a netns agent cannot leave its
 	// namespace: it borrows no identity, and nothing in any agent's
 	// namespace counts as a launch in the host's.
-	func(p *peer, id scope.Identity, l Launch) error {
+	func(p *Peer, id scope.Identity, l Launch) error {
 		switch {
 		case l.NetNS.IsZero():
 			return &netnsError{fmt.Sprintf("scope %s's launch has made no network namespace yet", id.Scope)}
-		case p.netns != l.NetNS:
-			return &netnsError{fmt.Sprintf("the peer is in network namespace %s; scope %s's launch is in %s", p.netns, id.Scope, l.NetNS)}
+		case p.NetNS != l.NetNS:
+			return &netnsError{fmt.Sprintf("the peer is in network namespace %s; scope %s's launch is in %s", p.NetNS, id.Scope, l.NetNS)}
 		}
 		return nil
 	},
@@ -169,32 +172,32 @@ type netnsError struct{ why string }
 
 func (e *netnsError) Error() string { return e.why }
 
-// attribute resolves a peer whose cgroup2 path is known to its launch:
+// Attribute resolves a peer whose cgroup2 path is known to its launch:
 // the scope parser names the scope, and it counts only when marshald
 // launched it and the peer meets every check.
-func attribute(p *peer, launches Launches) attribution {
-	if p.cgroup == "" {
-		return attribution{unscoped: UnscopedUnknown}
+func Attribute(p *Peer, launches Launches) Who {
+	if p.Cgroup == "" {
+		return Who{Unscoped: UnscopedUnknown}
 	}
-	id, ok := scope.Parse(p.cgroup)
+	id, ok := scope.Parse(p.Cgroup)
 	if !ok {
-		return attribution{unscoped: UnscopedNone}
+		return Who{Unscoped: UnscopedNone}
 	}
 	l, ok := launches.Launch(id.ID)
 	if !ok {
-		return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: "marshald recorded no launch " + id.ID}
+		return Who{Unscoped: UnscopedNotLaunched, Claimed: id, Why: "marshald recorded no launch " + id.ID}
 	}
 	for _, c := range checks {
 		err := c(p, id, l)
 		var ne *netnsError
 		switch {
 		case errors.As(err, &ne):
-			return attribution{unscoped: UnscopedOtherNetNS, claimed: id, why: ne.why, home: homeOf(p.netns, launches)}
+			return Who{Unscoped: UnscopedOtherNetNS, Claimed: id, Why: ne.why, Home: homeOf(p.NetNS, launches)}
 		case err != nil:
-			return attribution{unscoped: UnscopedNotLaunched, claimed: id, why: err.Error()}
+			return Who{Unscoped: UnscopedNotLaunched, Claimed: id, Why: err.Error()}
 		}
 	}
-	return attribution{Launch: l, Scope: id.Scope}
+	return Who{Launch: l, Scope: id.Scope}
 }
 
 // homeOf returns the scope of the launch under netns isolation whose

@@ -1,4 +1,4 @@
-package egress
+package peer
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package egress
+package peer
 
 import (
 	"errors"
@@ -15,8 +15,8 @@ import (
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
-// identifier finds the peer of an accepted connection.
-type identifier struct {
+// Identifier finds the peer of an accepted connection.
+type Identifier struct {
 	mount    string
 	diag     sockDiag
 	cgroups  *cgroupIndex
@@ -26,87 +26,95 @@ type identifier struct {
 	self identity.NetNS
 }
 
-func newIdentifier(mount string, launches Launches, self identity.NetNS) *identifier {
-	return &identifier{mount: mount, cgroups: newCgroupIndex(mount), launches: launches, self: self}
+// NewIdentifier returns an Identifier of peers whose cgroup2 hierarchy
+// is mounted at mount, of the launches marshald recorded, whose TCP
+// listeners are in network namespace self.
+func NewIdentifier(mount string, launches Launches, self identity.NetNS) *Identifier {
+	return &Identifier{mount: mount, cgroups: newCgroupIndex(mount), launches: launches, self: self}
 }
 
-func (x *identifier) close() { x.diag.close() }
+// Close releases the socket diagnostics' netlink sockets.
+func (x *Identifier) Close() { x.diag.close() }
 
-// identify returns the peer of c and who it is. An error means c's peer
+// ForgetGroups forgets where the groups it found are, as a new
+// Identifier would not know: the next peer of each is looked for again.
+func (x *Identifier) ForgetGroups() { x.cgroups = newCgroupIndex(x.mount) }
+
+// Identify returns the peer of c and who it is. An error means c's peer
 // could not be looked at (c is neither TCP nor unix); a peer the kernel
 // knows nothing of is UnscopedUnknown.
-func (x *identifier) identify(c net.Conn) (*peer, attribution, error) {
+func (x *Identifier) Identify(c net.Conn) (*Peer, Who, error) {
 	switch c := c.(type) {
 	case *net.TCPConn:
 		p := x.tcpPeer(c)
-		return p, attribute(p, x.launches), nil
+		return p, Attribute(p, x.launches), nil
 	case *net.UnixConn:
 		return x.unixPeer(c)
 	}
-	return nil, attribution{}, fmt.Errorf("%T: %w", c, ErrUnsupportedListener)
+	return nil, Who{}, fmt.Errorf("%T: %w", c, ErrUnsupportedListener)
 }
 
 // tcpPeer asks the kernel which group the peer's socket was made in and
 // where that group is.
-func (x *identifier) tcpPeer(c *net.TCPConn) *peer {
-	p := &peer{transport: TransportTCP, netns: x.self}
+func (x *Identifier) tcpPeer(c *net.TCPConn) *Peer {
+	p := &Peer{Transport: TransportTCP, NetNS: x.self}
 	// The peer's socket is the one whose local address is our remote.
 	local, remote := addrPort(c.RemoteAddr()), addrPort(c.LocalAddr())
 	s, err := x.diag.lookup(local, remote)
 	if err != nil {
 		return p
 	}
-	p.cgroupID, p.sockInode, p.local, p.remote = s.cgroupID, s.inode, local, remote
-	p.cgroup, _ = x.cgroups.path(s.cgroupID, x.scopePaths)
+	p.CgroupID, p.sockInode, p.local, p.remote = s.cgroupID, s.inode, local, remote
+	p.Cgroup, _ = x.cgroups.path(s.cgroupID, x.scopePaths)
 	return p
 }
 
 // unixPeer asks the kernel which group the peer process is in: by its
 // id, found as a TCP peer's is, where the kernel names it (Linux 6.13),
 // else read from /proc.
-func (x *identifier) unixPeer(c *net.UnixConn) (*peer, attribution, error) {
-	p := &peer{transport: TransportUnix}
+func (x *Identifier) unixPeer(c *net.UnixConn) (*Peer, Who, error) {
+	p := &Peer{Transport: TransportUnix}
 	cred, gid, ns, err := identity.PeerGroup(c)
 	var id identity.Identity
 	byID := !errors.Is(err, errors.ErrUnsupported)
 	if !byID {
 		cred, id, ns, err = identity.PeerNetNS(c)
 	}
-	p.netns = ns
-	p.pid, p.uid, p.hasUID = cred.PID, cred.UID, err == nil || cred.UID != 0 || cred.PID != 0
+	p.NetNS = ns
+	p.PID, p.UID, p.GID, p.HasUID = cred.PID, cred.UID, cred.GID, err == nil || cred.UID != 0 || cred.PID != 0
 	switch {
 	case err == nil && byID:
-		p.cgroupID = gid
-		p.cgroup, _ = x.cgroups.path(gid, x.scopePaths)
+		p.CgroupID = gid
+		p.Cgroup, _ = x.cgroups.path(gid, x.scopePaths)
 	case err == nil && id.Hierarchy == identity.Unified:
-		p.cgroup = id.Path
+		p.Cgroup = id.Path
 	case err == nil:
 		// A scope found in systemd's v1 hierarchy only: its cgroup2 path
 		// is not known, and launches record those.
 	case errors.Is(err, identity.ErrNotManaged):
-		return p, attribution{unscoped: UnscopedNone}, nil
+		return p, Who{Unscoped: UnscopedNone}, nil
 	default:
-		return p, attribution{unscoped: UnscopedUnknown}, nil
+		return p, Who{Unscoped: UnscopedUnknown}, nil
 	}
-	return p, attribute(p, x.launches), nil
+	return p, Attribute(p, x.launches), nil
 }
 
-// owner returns a process of the peer's group that holds its TCP socket,
+// Owner returns a process of the peer's group that holds its TCP socket,
 // or 0. A socket its process has closed is not looked for: no fd holds
 // it any more.
-func (x *identifier) owner(p *peer) int {
-	if p.transport != TransportTCP || p.sockInode == 0 {
+func (x *Identifier) Owner(p *Peer) int {
+	if p.Transport != TransportTCP || p.sockInode == 0 {
 		return 0
 	}
 	if s, err := x.diag.lookup(p.local, p.remote); err != nil || s.inode != p.sockInode || !s.open() {
 		return 0
 	}
-	return socketOwner(x.mount, p.cgroup, p.sockInode)
+	return socketOwner(x.mount, p.Cgroup, p.sockInode)
 }
 
 // scopePaths lists the scopes of live launches, where the groups of
 // agents' sockets are.
-func (x *identifier) scopePaths() []string {
+func (x *Identifier) scopePaths() []string {
 	ls := x.launches.Launches()
 	paths := make([]string, 0, len(ls))
 	for _, l := range ls {

@@ -65,6 +65,10 @@ func (in *ProfileSpec) DeepCopyInto(out *ProfileSpec) {
 		out.Filesystem = new(FilesystemSpec)
 		in.Filesystem.DeepCopyInto(out.Filesystem)
 	}
+	if in.Control != nil {
+		out.Control = new(ControlSpec)
+		in.Control.DeepCopyInto(out.Control)
+	}
 }
 
 // DeepCopyInto copies in into out, sharing nothing.
@@ -76,6 +80,14 @@ func (in *FilesystemSpec) DeepCopyInto(out *FilesystemSpec) {
 			out.Rules[i] = FilesystemRule{Access: in.Rules[i].Access, Paths: slices.Clone(in.Rules[i].Paths)}
 		}
 	}
+}
+
+// DeepCopyInto copies in into out, sharing nothing.
+func (in *ControlSpec) DeepCopyInto(out *ControlSpec) {
+	*out = *in
+	out.Run = slices.Clone(in.Run)
+	out.Allow = slices.Clone(in.Allow)
+	out.Consumers = slices.Clone(in.Consumers)
 }
 
 // DeepCopyInto copies in into out, sharing nothing.

@@ -144,6 +144,52 @@ type ProfileSpec struct {
 	// the launch (ISOLATION_UNSUPPORTED). Edits apply to later launches.
 	// Omitted: agents read and write what their user can.
 	Filesystem *FilesystemSpec `json:"filesystem,omitempty"`
+	// Control is what the profile's agents may ask of marshald, through
+	// its local API and its DevGuard socket, beyond reading and running
+	// into their own workspace. Omitted: nothing beyond.
+	Control *ControlSpec `json:"control,omitempty"`
+}
+
+// ControlAction names a kind of request to marshald that changes what it
+// governs, which an agent may make only when its profile grants it.
+type ControlAction string
+
+const (
+	// ControlApply grants apply: declaring, changing or replacing any
+	// object (apply without --dry-run).
+	ControlApply ControlAction = "apply"
+	// ControlDelete grants delete: ceasing to declare any object.
+	ControlDelete ControlAction = "delete"
+	// ControlStop grants stop and kill of any agent, its own included.
+	ControlStop ControlAction = "stop"
+	// ControlAdmin grants the administrator's requests: confirming an
+	// emptied config dir and copying the admission journal (backup).
+	ControlAdmin ControlAction = "admin"
+)
+
+// ControlActions are the actions a profile may grant, in the order the
+// reference lists them.
+var ControlActions = []ControlAction{ControlApply, ControlDelete, ControlStop, ControlAdmin}
+
+// ControlSpec is what a profile's agents may ask of marshald beyond what
+// every agent may: read (get, describe, events, wait, identify, doctor,
+// version, the egress log lines of its own workspace) and run into its
+// own workspace. A request from inside an agent's scope that it does not
+// grant is refused FORBIDDEN before anything changes or starts, and a
+// ControlRefused event is recorded on the agent's Workspace.
+type ControlSpec struct {
+	// The workspaces, besides the agent's own, that its agents
+	// may run into. A run lands in a new scope of the target workspace's
+	// profile, counted against that workspace's slots and admission.
+	Run []string `json:"run,omitempty"`
+	// The changes its agents may ask for: "apply", "delete",
+	// "stop" (stop and kill any agent) and "admin" (confirm an emptied
+	// config dir, back up the journal). Omitted: none.
+	Allow []ControlAction `json:"allow,omitempty"`
+	// The Consumers whose secret its agents may present
+	// on the DevGuard socket. Omitted: none, so a consumer's secret from
+	// inside an agent is refused.
+	Consumers []string `json:"consumers,omitempty"`
 }
 
 // EgressAction is what an egress rule, or the default, does with a

@@ -104,6 +104,9 @@ func (p *Profile) Validate() ErrorList {
 	if fs := p.Spec.Filesystem; fs != nil {
 		v.filesystem(spec.Child("filesystem"), fs)
 	}
+	if c := p.Spec.Control; c != nil {
+		v.control(spec.Child("control"), c)
+	}
 	v.status(!reflect.ValueOf(p.Status).IsZero())
 	return v.errs
 }

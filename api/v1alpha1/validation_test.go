@@ -133,6 +133,31 @@ func TestValidate(t *testing.T) {
 			want: []string{"metadata.name: must be no more than 63 characters"},
 		},
 		{
+			name: "profile_control_grants",
+			obj: &Profile{
+				Metadata: ObjectMeta{Name: "coder"},
+				Spec: ProfileSpec{Control: &ControlSpec{
+					Run:       []string{"webapp-tests", "Bad_Name", "webapp-tests"},
+					Allow:     []ControlAction{ControlApply, "write", ControlApply, ""},
+					Consumers: []string{"gateway"},
+				}},
+			},
+			want: []string{
+				"spec.control.run[1]: a lowercase RFC 1123 label must consist of",
+				`spec.control.run[2]: "webapp-tests" is named twice`,
+				`spec.control.allow[1]: must be one of "apply", "delete", "stop", "admin", got "write"`,
+				`spec.control.allow[2]: "apply" is named twice`,
+				"spec.control.allow[3]: required",
+			},
+		},
+		{
+			name: "profile_control_valid",
+			obj: &Profile{
+				Metadata: ObjectMeta{Name: "coder"},
+				Spec:     ProfileSpec{Control: &ControlSpec{Run: []string{"webapp-tests"}, Allow: ControlActions, Consumers: []string{"gateway"}}},
+			},
+		},
+		{
 			name: "profile_enums_and_limits",
 			obj: &Profile{
 				Metadata: ObjectMeta{Name: "coder"},

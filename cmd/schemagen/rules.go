@@ -164,6 +164,9 @@ var rules = map[string]rule{
 	"Profile.spec.filesystem.default":      {enum: enumOf(v1alpha1.FileRead, v1alpha1.FileNone)},
 	"Profile.spec.filesystem.rules.access": {required: true, enum: enumOf(v1alpha1.FileNone, v1alpha1.FileRead, v1alpha1.FileWrite)},
 	"Profile.spec.filesystem.rules.paths":  {items: &rule{pattern: rulePath, maxLength: v1alpha1.MaxRulePathLength}},
+	"Profile.spec.control.run":             {items: &name},
+	"Profile.spec.control.allow":           {items: &rule{enum: enumOf(v1alpha1.ControlActions...)}},
+	"Profile.spec.control.consumers":       {items: &name},
 
 	"Workspace.spec":                    {required: true},
 	"Workspace.spec.root":               {required: true, pattern: absolutePath},

@@ -26,6 +26,16 @@ func (s *Server) egressLog(w http.ResponseWriter, r *http.Request) error {
 		q.Tail = n
 	}
 	q.Profile, q.Workspace = r.URL.Query().Get(localapi.ProfileParam), r.URL.Query().Get(localapi.WorkspaceParam)
+	// An agent reads the lines of its own workspace only; a caller that
+	// is no launch's has none.
+	if caller := callerOf(r.Context()); !caller.IsUser() {
+		if caller.Workspace == "" {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+			return nil
+		}
+		q.Workspace = caller.Workspace
+	}
 
 	var (
 		rc      = http.NewResponseController(w)

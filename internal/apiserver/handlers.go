@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
+	"github.com/marshal-dev/marshal/internal/control"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -23,23 +24,26 @@ import (
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) routes() {
+	// Each route is judged by the control plane before it acts: reads
+	// here, and the routes whose action depends on the request (apply,
+	// delete, run) in their handlers, once the body says which.
 	s.mux.Handle("/", s.only("", s.noRoute))
-	s.mux.Handle(localapi.InfoPath, s.only(http.MethodGet, s.info))
-	s.mux.Handle(localapi.ObjectsPath+"{resource}", s.only(http.MethodGet, s.list))
-	s.mux.Handle(localapi.ObjectsPath+"{resource}/{name}", s.only(http.MethodGet, s.get))
-	s.mux.Handle(localapi.EventsPath, s.only(http.MethodGet, s.events))
+	s.mux.Handle(localapi.InfoPath, s.only(http.MethodGet, s.as(control.Read, s.info)))
+	s.mux.Handle(localapi.ObjectsPath+"{resource}", s.only(http.MethodGet, s.as(control.Read, s.list)))
+	s.mux.Handle(localapi.ObjectsPath+"{resource}/{name}", s.only(http.MethodGet, s.as(control.Read, s.get)))
+	s.mux.Handle(localapi.EventsPath, s.only(http.MethodGet, s.as(control.Read, s.events)))
 	s.mux.Handle(localapi.ApplyPath, s.only(http.MethodPost, s.apply))
 	s.mux.Handle(localapi.DeletePath, s.only(http.MethodPost, s.delete))
-	s.mux.Handle(localapi.ConfirmEmptyPath, s.only(http.MethodPost, s.confirmEmpty))
-	s.mux.Handle(localapi.DoctorPath, s.only(http.MethodGet, s.doctor))
+	s.mux.Handle(localapi.ConfirmEmptyPath, s.only(http.MethodPost, s.as(control.Admin, s.confirmEmpty)))
+	s.mux.Handle(localapi.DoctorPath, s.only(http.MethodGet, s.as(control.Read, s.doctor)))
 	s.mux.Handle(localapi.RunPath, s.only(http.MethodPost, s.run))
-	s.mux.Handle(localapi.BackupPath, s.only(http.MethodGet, s.backup))
-	s.mux.Handle(localapi.EgressLogPath, s.only(http.MethodGet, s.egressLog))
-	s.mux.Handle(localapi.RenderPath, s.only(http.MethodPost, s.render))
+	s.mux.Handle(localapi.BackupPath, s.only(http.MethodGet, s.as(control.Admin, s.backup)))
+	s.mux.Handle(localapi.EgressLogPath, s.only(http.MethodGet, s.as(control.Read, s.egressLog)))
+	s.mux.Handle(localapi.RenderPath, s.only(http.MethodPost, s.as(control.Read, s.render)))
 	if s.opts.Metrics != nil {
-		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.metrics))
+		s.mux.Handle(localapi.MetricsPath, s.only(http.MethodGet, s.as(control.Read, s.metrics)))
 	}
-	s.mux.Handle(localapi.StopPath, s.only(http.MethodPost, s.stop))
+	s.mux.Handle(localapi.StopPath, s.only(http.MethodPost, s.as(control.Stop, s.stop)))
 }
 
 // only answers requests of method (any, when empty) with h and others
@@ -200,6 +204,22 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decode(w, r, &req, s.maxBody); err != nil {
 		return err
 	}
+	switch {
+	case req.AllowEmpty && !req.DryRun:
+		// It releases a held, emptied config dir, as confirm-empty does.
+		if err := s.authorize(r, control.Admin, ""); err != nil {
+			return err
+		}
+		fallthrough
+	case !req.DryRun:
+		if err := s.authorize(r, control.Apply, ""); err != nil {
+			return err
+		}
+	default:
+		if err := s.authorize(r, control.Read, ""); err != nil {
+			return err
+		}
+	}
 	res, err := s.d.Apply(r.Context(), req)
 	if err != nil {
 		return err
@@ -214,6 +234,13 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) error {
 	var req localapi.DeleteRequest
 	if err := s.decode(w, r, &req, s.maxBody); err != nil {
+		return err
+	}
+	action := control.Delete
+	if req.DryRun {
+		action = control.Read
+	}
+	if err := s.authorize(r, action, ""); err != nil {
 		return err
 	}
 	res, err := s.d.Delete(r.Context(), req)

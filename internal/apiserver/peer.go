@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 
+	"github.com/marshal-dev/marshal/internal/control"
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
@@ -23,6 +24,10 @@ type peer struct {
 	overLimit bool
 	// refusal says why the peer is not allowed, for the 403 body.
 	refusal string
+	// caller is who an allowed peer is to the control plane; pid the
+	// process SO_PEERCRED names.
+	caller control.Caller
+	pid    int
 }
 
 // connContext reads the peer of every new connection once, so each
@@ -50,7 +55,7 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 		p.refusal = "the caller's credentials could not be read"
 		return p
 	}
-	p.uid = cred.UID
+	p.uid, p.pid = cred.UID, cred.PID
 	switch {
 	case cred.UID == 0, cred.UID == s.uid:
 		p.allowed = true
@@ -69,6 +74,11 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 	if !p.allowed {
 		p.refusal = s.refusal(cred)
 		s.log.Warn("local API: refused peer", "pid", cred.PID, "uid", cred.UID, "gid", cred.GID)
+		return p
+	}
+	p.caller = control.Caller{Kind: control.User}
+	if s.opts.Control != nil {
+		p.caller = s.opts.Control.Caller(uc)
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/control"
 	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
@@ -39,6 +40,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 		lreq.Env[i] = string(kv)
 	}
 	if req.Explain {
+		if err := s.authorize(r, control.Read, ""); err != nil {
+			return err
+		}
 		if conn, ok := peerConn(r.Context()); ok {
 			if cred, err := identity.Peer(conn); err == nil {
 				lreq.UID = cred.UID
@@ -49,6 +53,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 	conn, ok := peerConn(r.Context())
 	if !ok {
 		return apiError(http.StatusBadRequest, localapi.CodeBadRequest, "a run is answered only on the unix socket")
+	}
+	if ref := s.judge(r, control.Run, req.Workspace); ref != nil {
+		writeJSON(w, http.StatusOK, localapi.RunResult{Refusal: &localapi.Refusal{
+			Code: localapi.RefusalForbidden, Detail: "an agent's request: " + ref.Who() + ": " + ref.Missing(),
+			Process: callerPID(r.Context()), State: localapi.AttemptNotAsked,
+		}})
+		return nil
 	}
 	caller, err := launch.PinPeer(conn)
 	if err != nil {

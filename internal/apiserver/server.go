@@ -117,6 +117,10 @@ type Options struct {
 	// Metrics, when set, answers GET /metrics (the Prometheus text
 	// format), behind the peer check like every other route.
 	Metrics http.Handler
+	// Control, when set, attributes every admitted peer to the user or an
+	// agent and refuses an agent what its profile does not grant (see
+	// package control). Unset: every admitted peer is the user.
+	Control Control
 	// Logger receives refused peers and internal errors; nil discards
 	// them.
 	Logger *slog.Logger

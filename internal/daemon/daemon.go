@@ -47,12 +47,14 @@ type Daemon struct {
 	clock   clock.WithTicker
 	started time.Time
 
-	db        *state.DB
-	auth      *admission.Authority
-	pressure  pressureMonitor
-	levels    *levelChanges
-	metrics   *metrics.Metrics
-	recorder  *events.Recorder
+	db       *state.DB
+	auth     *admission.Authority
+	pressure pressureMonitor
+	levels   *levelChanges
+	metrics  *metrics.Metrics
+	recorder *events.Recorder
+	// control attributes the callers of the local API.
+	control   *controlPlane
 	backend   cgroup.Backend
 	launcher  *launch.Launcher
 	egress    *egressProxy
@@ -191,7 +193,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	launches.l = d.launcher
 	d.egress.launches.l = d.launcher
-	opts := apiserver.Options{Logger: log, Metrics: d.metrics.Handler()}
+	d.control = &controlPlane{
+		surface: surfaceAPI, launches: d.egress.launches, host: d.egress.launches.host, desired: d.stores.Desired,
+		recorder: d.recorder, metrics: d.metrics, log: log.With("component", "control"),
+	}
+	opts := apiserver.Options{Logger: log, Metrics: d.metrics.Handler(), Control: d.control}
 	if cfg.AllowGID >= 0 {
 		gid := uint32(cfg.AllowGID)
 		opts.AllowGID = &gid

@@ -366,6 +366,10 @@ const (
 	RefusalIsolationUnsupported = "ISOLATION_UNSUPPORTED"
 	RefusalEgressUnavailable    = "EGRESS_UNAVAILABLE"
 	RefusalInternal             = "INTERNAL"
+	// RefusalForbidden: the caller is an agent whose profile does not
+	// grant a run into this workspace (spec.control.run), or a process
+	// that counts as the most restricted agent.
+	RefusalForbidden = "FORBIDDEN"
 )
 
 // Attempt states of a refused run.

@@ -40,6 +40,7 @@ type Metrics struct {
 	handler http.Handler
 	launch  *launchMetrics
 	egress  *egressMetrics
+	control *prometheus.CounterVec
 }
 
 // New returns the metrics of what opts name. It returns ErrInvalidOptions
@@ -60,7 +61,7 @@ func New(opts Options) (*Metrics, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	m := &Metrics{reg: prometheus.NewRegistry(), launch: newLaunchMetrics(), egress: newEgressMetrics()}
+	m := &Metrics{reg: prometheus.NewRegistry(), launch: newLaunchMetrics(), egress: newEgressMetrics(), control: newControlRequests()}
 	v := version.Get()
 	cs := []prometheus.Collector{
 		collectors.NewGoCollector(),
@@ -73,6 +74,7 @@ func New(opts Options) (*Metrics, error) {
 		newControllerCollector(opts.Controllers),
 		m.launch.admissions,
 		m.launch.launches,
+		m.control,
 	}
 	cs = append(cs, m.egress.collectors()...)
 	if opts.Workqueue != nil {

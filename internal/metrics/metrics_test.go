@@ -85,6 +85,7 @@ func everything(t *testing.T) (*Metrics, scrape) {
 	m.ObserveLaunch("started", 0)
 	m.ObserveEgress("coder", "allow", 40*time.Microsecond)
 	m.AddEgressBytes("coder", 10, 20)
+	m.ObserveControl("api", "agent", "apply", ControlRefused)
 	return m, get(t, server(t, m))
 }
 
@@ -109,7 +110,7 @@ func TestNamesFollowConventions(t *testing.T) {
 		"marshal_admission_capacity", "marshal_admission_charged_attempts", "marshal_admission_committed",
 		"marshal_admission_free", "marshal_admission_ready", "marshal_admission_target", "marshal_admissions_total",
 		"marshal_agents_live", "marshal_build_info",
-		"marshal_config_files", "marshal_config_held", "marshal_config_load_errors",
+		"marshal_config_files", "marshal_config_held", "marshal_config_load_errors", "marshal_control_requests_total",
 		"marshal_controller_active_workers", "marshal_controller_reconcile_duration_seconds",
 		"marshal_controller_reconcile_errors_total", "marshal_controller_reconciles_total",
 		"marshal_controller_requeues_total", "marshal_declared_objects",

@@ -36,6 +36,11 @@ attempt was made, and exits with the code's status:
   77  EXEC_NOT_ALLOWED                exec is not allowed, argv[0] is not on the
                                       workspace's list or is not found on PATH;
                                       the message names argv[0]
+  77  FORBIDDEN                       an agent's request: this marshalctl runs
+                                      inside an agent whose profile does not
+                                      grant a run into the workspace
+                                      (spec.control.run); the message names
+                                      the agent's scope
   75  WORKSPACE_BUSY                  every live-process slot is held
   69  RESOURCE_UNAVAILABLE            the request does not fit what the host has
                                       free, or its reservation expired

@@ -60,7 +60,7 @@ func TestRunUnreachableDaemon(t *testing.T) {
 // Every refusal code has its own documented exit status.
 func TestRunExitCodes(t *testing.T) {
 	want := map[string]int{
-		localapi.RefusalWorkspaceNotReady: 77, localapi.RefusalExecNotAllowed: 77, localapi.RefusalWorkspaceBusy: 75,
+		localapi.RefusalWorkspaceNotReady: 77, localapi.RefusalExecNotAllowed: 77, localapi.RefusalForbidden: 77, localapi.RefusalWorkspaceBusy: 75,
 		localapi.RefusalResourceUnavailable: 69, localapi.RefusalPolicyUnsupported: 78,
 		localapi.RefusalAuthorityUnavailable: 76, localapi.RefusalAdmissionUnknown: 71, localapi.RefusalInternal: 70,
 		"SOMETHING_NEW": 70,

@@ -24,7 +24,7 @@ const (
 	ExitRunUnknown       = 71 // ADMISSION_UNKNOWN (EX_OSERR)
 	ExitRunBusy          = 75 // WORKSPACE_BUSY (EX_TEMPFAIL)
 	ExitRunAuthority     = 76 // RESOURCE_AUTHORITY_UNAVAILABLE (EX_PROTOCOL)
-	ExitRunNotAuthorized = 77 // WORKSPACE_NOT_READY, EXEC_NOT_ALLOWED (EX_NOPERM)
+	ExitRunNotAuthorized = 77 // WORKSPACE_NOT_READY, EXEC_NOT_ALLOWED, FORBIDDEN (EX_NOPERM)
 	ExitRunUnsupported   = 78 // RESOURCE_POLICY_UNSUPPORTED, ISOLATION_UNSUPPORTED (EX_CONFIG)
 	// ExitRunInterrupted is the status of a run interrupted before the
 	// agent was started: 128 + SIGINT, as a shell reports it.
@@ -35,6 +35,7 @@ const (
 var runExitCodes = map[string]int{
 	localapi.RefusalWorkspaceNotReady:    ExitRunNotAuthorized,
 	localapi.RefusalExecNotAllowed:       ExitRunNotAuthorized,
+	localapi.RefusalForbidden:            ExitRunNotAuthorized,
 	localapi.RefusalWorkspaceBusy:        ExitRunBusy,
 	localapi.RefusalResourceUnavailable:  ExitRunUnavailable,
 	localapi.RefusalPolicyUnsupported:    ExitRunUnsupported,

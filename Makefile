@@ -21,7 +21,7 @@ LDFLAGS := -X github.com/marshal-dev/marshal/internal/version.Version=$(VERSION)
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 # marshal-confine starts in C, before the Go runtime (a user namespace needs
@@ -31,6 +31,25 @@ CONFINE_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -e
 build: ## build marshald, marshalctl, marshal-confine and marshal-devguard-launch into bin/ (static: a launch starts faster without the dynamic loader)
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/marshald ./cmd/marshalctl ./cmd/marshal-devguard-launch
 	CGO_ENABLED=1 $(GO) build $(CONFINE_FLAGS) -o $(BIN)/ ./cmd/marshal-confine
+
+# The check of a pure cgroup v2 host (test/cgroupv2-check.sh) runs where
+# Go may not be: the cgroup-touching test binaries and the real marshald
+# and marshalctl, all static and stripped, with the script, in one archive.
+CHECK_PKGS := ./internal/cgroup ./internal/cgroup/cgroupfs ./internal/cgroup/systemd ./controllers ./internal/launch ./internal/identity ./internal/devguardlaunch
+CHECK_DIR  := $(BIN)/marshal-cgroupv2-check
+
+.PHONY: cgroupv2-bundle
+cgroupv2-bundle: ## build bin/marshal-cgroupv2-check.tar.gz: test/cgroupv2-check.sh with static test binaries of the cgroup packages, marshald and marshalctl, for a host without Go
+	rm -rf $(CHECK_DIR) && mkdir -p $(CHECK_DIR)/tests
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(CHECK_DIR)/ ./cmd/marshald ./cmd/marshalctl
+	for p in $(CHECK_PKGS); do \
+		n=$$(echo "$${p#./}" | tr / -) && mkdir -p $(CHECK_DIR)/tests/$$n && \
+		if [ -d $$p/testdata ]; then cp -r $$p/testdata $(CHECK_DIR)/tests/$$n/; fi && \
+		CGO_ENABLED=0 $(GO) test -c -ldflags '-s -w' -o $(CHECK_DIR)/tests/$$n.test $$p || exit 1; \
+	done
+	cp test/cgroupv2-check.sh $(CHECK_DIR)/
+	tar -czf $(BIN)/marshal-cgroupv2-check.tar.gz -C $(BIN) marshal-cgroupv2-check
+	@du -h $(BIN)/marshal-cgroupv2-check.tar.gz
 
 # The end-to-end tests against a Kubernetes API server run a real
 # kube-apiserver, built from the k8s.io/kubernetes module pinned in

@@ -84,6 +84,18 @@ func (l Limits) Get(r Resource) int64 {
 	return 0
 }
 
+// Set sets the limit for r to v (zero: none).
+func (l *Limits) Set(r Resource, v int64) {
+	switch r {
+	case CPU:
+		l.CPUMilli = v
+	case Memory:
+		l.MemoryBytes = v
+	case PIDs:
+		l.Tasks = v
+	}
+}
+
 // Applied is what reading a group's limits back showed: the value in
 // force for each resource (zero: none) and how it is enforced.
 type Applied struct {
@@ -91,6 +103,19 @@ type Applied struct {
 	// Enforced says, per resource that has a limit in force, the method
 	// and controller that hold it.
 	Enforced map[Resource]Enforcement `json:"enforced,omitempty"`
+}
+
+// Record notes that limit v of r, read back, is in force as e says; a
+// zero v is no limit, and is not noted.
+func (a *Applied) Record(r Resource, v int64, e Enforcement) {
+	if v == 0 {
+		return
+	}
+	if a.Enforced == nil {
+		a.Enforced = map[Resource]Enforcement{}
+	}
+	a.Limits.Set(r, v)
+	a.Enforced[r] = e
 }
 
 // Satisfies reports whether every limit in want is in force. Memory

@@ -247,18 +247,7 @@ func (b *Backend) prepareLimit(r cgroup.Resource, rel string) error {
 
 // recordLimit notes in a that the kernel holds limit v for r through m.
 func recordLimit(a *cgroup.Applied, r cgroup.Resource, m cgroup.Method, v int64) {
-	if v == 0 {
-		return
-	}
-	switch r {
-	case cgroup.CPU:
-		a.Limits.CPUMilli = v
-	case cgroup.Memory:
-		a.Limits.MemoryBytes = v
-	case cgroup.PIDs:
-		a.Limits.Tasks = v
-	}
-	a.Enforced[r] = cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: m, Controller: cgroup.LimitFile(r, m)}
+	a.Record(r, v, cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: m, Controller: cgroup.LimitFile(r, m)})
 }
 
 // RemoveSlice removes the profile's slice from every hierarchy. It returns

@@ -583,20 +583,7 @@ func (f *Fake) readLimitsLocked(rel string) (cgroup.Applied, error) {
 }
 
 // record notes in a that limit v of r is in force.
-func (f *Fake) record(a *cgroup.Applied, r cgroup.Resource, v int64) {
-	if v == 0 {
-		return
-	}
-	switch r {
-	case cgroup.CPU:
-		a.Limits.CPUMilli = v
-	case cgroup.Memory:
-		a.Limits.MemoryBytes = v
-	case cgroup.PIDs:
-		a.Limits.Tasks = v
-	}
-	a.Enforced[r] = f.caps[r]
-}
+func (f *Fake) record(a *cgroup.Applied, r cgroup.Resource, v int64) { a.Record(r, v, f.caps[r]) }
 
 // moveLocked moves member m into group g, out of the group it was in.
 func (f *Fake) moveLocked(m *member, g *group) {

@@ -37,15 +37,7 @@ func (b *Backend) readApplied(rel string) (cgroup.Applied, error) {
 			if v == 0 {
 				continue
 			}
-			switch r {
-			case cgroup.CPU:
-				a.Limits.CPUMilli = v
-			case cgroup.Memory:
-				a.Limits.MemoryBytes = v
-			case cgroup.PIDs:
-				a.Limits.Tasks = v
-			}
-			a.Enforced[r] = cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: src.method, Controller: cgroup.LimitFile(r, src.method)}
+			a.Record(r, v, cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: src.method, Controller: cgroup.LimitFile(r, src.method)})
 			break
 		}
 	}

@@ -218,15 +218,23 @@ type Plan struct {
 
 // Get returns what the plan gives r.
 func (p Plan) Get(r cgroup.Resource) cgroup.Enforcement {
-	switch r {
-	case cgroup.CPU:
-		return p.CPU
-	case cgroup.Memory:
-		return p.Memory
-	case cgroup.PIDs:
-		return p.PIDs
+	if e := p.of(r); e != nil {
+		return *e
 	}
 	return cgroup.Enforcement{}
+}
+
+// of returns the field of p that holds r, nil for no resource of p's.
+func (p *Plan) of(r cgroup.Resource) *cgroup.Enforcement {
+	switch r {
+	case cgroup.CPU:
+		return &p.CPU
+	case cgroup.Memory:
+		return &p.Memory
+	case cgroup.PIDs:
+		return &p.PIDs
+	}
+	return nil
 }
 
 // PlanFrom turns a backend's capabilities into a plan. A resource the
@@ -244,14 +252,7 @@ func PlanFrom(caps cgroup.Capabilities) (Plan, error) {
 		if !consistent(r, e) {
 			return Plan{}, fmt.Errorf("%s: level %q with method %q: %w", r, e.Level, e.Method, ErrInvalidRequest)
 		}
-		switch r {
-		case cgroup.CPU:
-			p.CPU = e
-		case cgroup.Memory:
-			p.Memory = e
-		case cgroup.PIDs:
-			p.PIDs = e
-		}
+		*p.of(r) = e
 	}
 	return p, nil
 }
@@ -322,15 +323,7 @@ func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 // limitOf is a limit of v on r alone. v is a reserved quantity, within a
 // capacity, so it fits in an int64.
 func limitOf(r cgroup.Resource, q uint64) cgroup.Limits {
-	v := clampInt64(q)
 	var l cgroup.Limits
-	switch r {
-	case cgroup.CPU:
-		l.CPUMilli = v
-	case cgroup.Memory:
-		l.MemoryBytes = v
-	case cgroup.PIDs:
-		l.Tasks = v
-	}
+	l.Set(r, clampInt64(q))
 	return l
 }

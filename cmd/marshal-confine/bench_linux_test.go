@@ -3,16 +3,27 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+
+	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
 
-// What a netns launch adds to an exec, beside bubblewrap doing the same
-// (a new user and network namespace; bwrap needs a root, the host's, read
-// only), measured in one run: compare the ratios, not across runs.
+// What a netns launch and a confined launch add to an exec, beside
+// bubblewrap doing the same, measured in one run: compare the ratios,
+// not across runs. The confined launches have the default rules of a
+// profile that declares filesystem: {}, on a home where every default
+// credential store exists, so that each is hidden by a mount.
 func BenchmarkExec(b *testing.B) {
 	f := setup(b)
 	socket := "/nonexistent/proxy.sock" // the bridge never dials when nothing connects
+	home, ws := benchHome(b)
+	tmp := filepath.Join(b.TempDir(), "tmp")
+	confine := func(network string) []string {
+		return append([]string{f.helper, "exec", "--network", network}, defaultRules(home, ws, tmp)...)
+	}
 	cases := []struct {
 		name string
 		argv []string
@@ -20,20 +31,60 @@ func BenchmarkExec(b *testing.B) {
 		{"bare", []string{"/bin/true"}},
 		{"netns", []string{f.helper, "exec", "--", "/bin/true"}},
 		{"netns_bridge", []string{f.helper, "exec", "--socket", socket, "--", "/bin/true"}},
+		{"confine_default_rules", append(confine("host"), "--", "/bin/true")},
+		{"confine_default_rules_netns", append(confine("none"), "--", "/bin/true")},
 	}
 	if bwrap, err := exec.LookPath("bwrap"); err == nil {
-		cases = append(cases, struct {
+		cases = append(cases, []struct {
 			name string
 			argv []string
-		}{"bwrap_unshare_net", []string{bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true"}})
+		}{
+			{"bwrap_unshare_net", []string{bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true"}},
+			{"bwrap_ro_ws_ssh", []string{bwrap, "--ro-bind", "/", "/", "--bind", ws, ws, "--tmpfs", filepath.Join(home, ".ssh"), "/bin/true"}},
+		}...)
+	}
+	if out, err := exec.Command(f.helper, "check", "--fs").CombinedOutput(); err != nil {
+		b.Logf("filesystem confinement is not available here, its cases fail: %s", out)
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
+				// Each launch makes {tmp}; marshald removes it later.
+				os.Remove(tmp)
 				if out, err := exec.Command(tc.argv[0], tc.argv[1:]...).CombinedOutput(); err != nil {
 					b.Fatalf("%v: %v\n%s", tc.argv, err, out)
 				}
 			}
 		})
 	}
+}
+
+// benchHome makes a home with every default credential store and a
+// workspace, a git repository, in it.
+func benchHome(b *testing.B) (home, ws string) {
+	home = b.TempDir()
+	ws = filepath.Join(home, "src", "app")
+	for _, d := range []string{".ssh", ".aws", ".gnupg", ".config/gh", ".docker", ".kube", ".config/gcloud", ".azure", ".cache",
+		"src/app/.git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, f := range []string{".netrc", ".git-credentials", "src/app/.git/config"} {
+		if err := os.WriteFile(filepath.Join(home, f), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return home, ws
+}
+
+// defaultRules are the helper's flags for the default rules, expanded as
+// marshald expands them.
+func defaultRules(home, ws, tmp string) []string {
+	args := []string{"--fs-default", "read", "--tmp", tmp}
+	for _, r := range (&v1alpha1.FilesystemSpec{}).Effective() {
+		args = append(args, "--fs", string(r.Access)+":"+r.Path.Expand(home, ws, tmp))
+	}
+	// marshald's own paths, as in system mode.
+	return append(args, "--fs", "none:/run/marshal", "--fs", "none:/etc/marshal", "--fs", "none:/var/lib/marshal")
 }

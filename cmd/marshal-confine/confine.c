@@ -222,37 +222,51 @@ static void unshare_as_user(uid_t uid, gid_t gid, int flags)
 // host's network namespace. A full map needs CAP_SETUID in the parent
 // user namespace, which this process gives up by unsharing, so a child
 // left behind there writes it.
+// The id mapper shares this process's memory (CLONE_VM): no page tables
+// are copied, which a fork of even a small process costs, twice per
+// confined launch of root. It touches only its own stack and arguments,
+// and errno, which it reports by its exit status.
+struct mapper_args {
+	int sync, done; // the pipe's ends: read, and the parent's write end
+	pid_t target;
+};
+
+static char mapper_stack[32 * 1024] __attribute__((aligned(16)));
+
+static int mapper(void *p)
+{
+	struct mapper_args *a = p;
+	char path[64], c;
+	close(a->done); // its own copy: the parent's close must end the read
+	if (read(a->sync, &c, 1) != 1)
+		return 0; // the parent failed to unshare and says so
+	snprintf(path, sizeof path, "/proc/%d/uid_map", a->target);
+	if (write_file(path, "0 0 4294967295\n") != 0)
+		return errno & 0xff ? errno & 0xff : EIO;
+	snprintf(path, sizeof path, "/proc/%d/gid_map", a->target);
+	if (write_file(path, "0 0 4294967295\n") != 0)
+		return errno & 0xff ? errno & 0xff : EIO;
+	return 0;
+}
+
 static void unshare_as_root(int flags)
 {
 	int sync[2];
 	if (pipe2(sync, O_CLOEXEC) != 0)
 		unsupported("the id mapper could not be started", errno);
-	pid_t self = getpid();
-	pid_t mapper = fork();
-	if (mapper < 0)
+	struct mapper_args args = {.sync = sync[0], .done = sync[1], .target = getpid()};
+	pid_t pid = clone(mapper, mapper_stack + sizeof mapper_stack, CLONE_VM | SIGCHLD, &args);
+	if (pid < 0)
 		unsupported("the id mapper could not be started", errno);
-	if (mapper == 0) {
-		char path[64], c;
-		close(sync[1]);
-		if (read(sync[0], &c, 1) != 1)
-			_exit(0); // the parent failed to unshare and says so
-		snprintf(path, sizeof path, "/proc/%d/uid_map", self);
-		if (write_file(path, "0 0 4294967295\n") != 0)
-			_exit(errno & 0xff ? errno & 0xff : EIO);
-		snprintf(path, sizeof path, "/proc/%d/gid_map", self);
-		if (write_file(path, "0 0 4294967295\n") != 0)
-			_exit(errno & 0xff ? errno & 0xff : EIO);
-		_exit(0);
-	}
-	close(sync[0]);
 	int rc = unshare(CLONE_NEWUSER | flags);
 	int err = errno;
 	if (rc == 0 && write(sync[1], "x", 1) != 1)
 		err = errno, rc = -1;
 	close(sync[1]);
-	int status;
-	while (waitpid(mapper, &status, 0) < 0 && errno == EINTR)
+	int status = -1; // not an exit: a failed wait fails the launch
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	close(sync[0]);
 	if (rc != 0) {
 		if (err == ENOSPC)
 			unsupported("the user namespace limit is reached (user.max_user_namespaces)", err);

@@ -63,9 +63,15 @@ func TestLaunchFunctionsStaySmall(t *testing.T) {
 // The admission authority stays in rooms by concern (opening and
 // recovery, host inputs, attempt transitions, the writer, the journal),
 // none over 600 lines, and its steps readable one by one.
-func TestAdmissionStaysSmall(t *testing.T) {
+func TestAdmissionFilesAndFunctionsStaySmall(t *testing.T) {
 	filesStaySmall(t, "internal/admission", 600)
 	functionsStaySmall(t, "internal/admission", 80)
+}
+
+// The proxy's steps stay readable one by one: no function of
+// internal/egress is over 80 lines.
+func TestEgressFunctionsStaySmall(t *testing.T) {
+	functionsStaySmall(t, "internal/egress", 80)
 }
 
 // filesStaySmall fails for every non-test file of the package in dir

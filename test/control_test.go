@@ -307,3 +307,42 @@ func TestHandMadeScopeGetsNoMoreThanAnAgent(t *testing.T) {
 		t.Errorf("the refused delete removed workspace webapp: %s", r.stderr)
 	}
 }
+
+// A consumer's secret presented on the DevGuard socket from inside an
+// agent is refused unless the agent's profile names that consumer in
+// spec.control.consumers; a grant lets exactly that consumer in. The
+// refusal is a ControlRefused event on the agent's Workspace.
+func TestDevGuardConsumerSecretFromInsideAnAgent(t *testing.T) {
+	root := t.TempDir()
+	g := startDevGuardWith(t, func(m string) string {
+		m += "\n---\napiVersion: marshal.dev/v1alpha1\nkind: Profile\nmetadata: {name: gateway}\nspec:\n  control: {consumers: [codespace]}\n"
+		for _, w := range [][2]string{{"desk", "interactive"}, {"gatedesk", "gateway"}} {
+			m += fmt.Sprintf("---\napiVersion: marshal.dev/v1alpha1\nkind: Workspace\nmetadata: {name: %s}\nspec:\n  root: %s\n  profile: %s\n  resources: {participation: none}\n", w[0], root, w[1])
+		}
+		return m
+	})
+	g.waitReady("desk", "gatedesk")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(workspace, instance string) result {
+		return g.runNow("-w", workspace, "--", "env", childRoleEnv+"=register", self, g.sock, "codespace", "g1", codespaceSecret, instance)
+	}
+	if r := register("desk", "inside-a"); r.code != 0 || strings.TrimSpace(r.stdout) != "unauthorized" {
+		t.Errorf("codespace's secret from inside an agent of a profile that grants nothing: %+v, want unauthorized", r)
+	}
+	if r := register("gatedesk", "inside-b"); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
+		t.Errorf("codespace's secret from inside an agent whose profile names it: %+v, want ok", r)
+	}
+	if out := child(t, "register", g.sock, "codespace", "g1", codespaceSecret, "outside"); out != "ok" {
+		t.Errorf("codespace's secret from outside any agent: %q, want ok", out)
+	}
+	if events := g.mustCtl("events", "--for", "workspace/desk"); !strings.Contains(events, "ControlRefused") || !strings.Contains(events, `"codespace"`) {
+		t.Errorf("no ControlRefused event on workspace desk naming the consumer:\n%s", events)
+	}
+	series := `marshal_control_requests_total{action="consumer",caller="agent",surface="devguard",verdict="refused"}`
+	if v := g.metric(series); v != 1 {
+		t.Errorf("%s = %v, want 1", series, v)
+	}
+}

@@ -186,9 +186,11 @@ type ControlSpec struct {
 	// "stop" (stop and kill any agent) and "admin" (confirm an emptied
 	// config dir, back up the journal). Omitted: none.
 	Allow []ControlAction `json:"allow,omitempty"`
-	// The Consumers whose secret its agents may present
-	// on the DevGuard socket. Omitted: none, so a consumer's secret from
-	// inside an agent is refused.
+	// The Consumers whose secret its agents may present on the DevGuard
+	// socket, each by the id it presents there (its consumer_id, which is
+	// its name unless set). Omitted: none, so a consumer's secret from
+	// inside an agent is refused; the administrator's secret needs
+	// "admin" in allow.
 	Consumers []string `json:"consumers,omitempty"`
 }
 

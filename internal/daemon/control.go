@@ -7,6 +7,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/control"
+	"github.com/marshal-dev/marshal/internal/devguardwire"
 	"github.com/marshal-dev/marshal/internal/events"
 	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/metrics"
@@ -34,7 +35,17 @@ type controlPlane struct {
 	log      *slog.Logger
 }
 
-var _ apiserver.Control = (*controlPlane)(nil)
+var (
+	_ apiserver.Control    = (*controlPlane)(nil)
+	_ devguardwire.Control = (*controlPlane)(nil)
+)
+
+// on returns the control plane as it judges the requests of surface.
+func (c *controlPlane) on(surface string) *controlPlane {
+	o := *c
+	o.surface = surface
+	return &o
+}
 
 // Caller implements apiserver.Control.
 func (c *controlPlane) Caller(conn *net.UnixConn) control.Caller {

@@ -61,6 +61,7 @@ func (d *Daemon) listenDevGuard() (err error) {
 	d.closers = append(d.closers, d.devguardLn.Close)
 	d.devguard, err = devguardwire.New(devguardwire.Options{
 		Daemon: d.dgView, Logger: d.log.With("component", "devguard"), FrameDeadline: d.cfg.DevGuardFrameDeadline,
+		Control: d.control.on(surfaceDevGuard),
 	})
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/control"
 	"github.com/marshal-dev/marshal/internal/identity"
 )
 
@@ -28,6 +29,21 @@ type Options struct {
 	// whatever it is, for a DevGuard client accepts no other: only tests
 	// set it, to hold sessions open whatever a busy machine's timing.
 	FrameDeadline time.Duration
+	// Control, when set, attributes every session's peer to the user or
+	// an agent (see package control): a consumer's or the
+	// administrator's secret presented from inside an agent is refused
+	// unless its profile grants it. Unset: every peer is the user.
+	Control Control
+}
+
+// Control attributes a session's peer and is told of every judgement of
+// an agent's credential. marshald implements it.
+type Control interface {
+	// Caller says who the process at the other end of c is.
+	Caller(c *net.UnixConn) control.Caller
+	// Judged is told that a request of action by c was allowed (refusal
+	// nil) or refused. It must not block.
+	Judged(c control.Caller, action control.Action, refusal *control.Refusal)
 }
 
 // Server serves DevGuard's wire: sessions of frames on a unix socket,
@@ -38,6 +54,7 @@ type Server struct {
 	pid      int
 	log      *slog.Logger
 	deadline time.Duration
+	control  Control
 
 	// slots holds a token per session served.
 	slots chan struct{}
@@ -58,6 +75,7 @@ func New(opts Options) (*Server, error) {
 		pid:      os.Getpid(),
 		log:      opts.Logger,
 		deadline: opts.FrameDeadline,
+		control:  opts.Control,
 		slots:    make(chan struct{}, MaxSessions),
 		conns:    map[net.Conn]struct{}{},
 	}
@@ -153,7 +171,10 @@ func (s *Server) serve(ctx context.Context, c net.Conn) {
 		return
 	}
 	caller := admission.Peer{UID: cred.UID, PID: cred.PID}
-	var st session
+	st := session{caller: control.Caller{Kind: control.User}}
+	if s.control != nil {
+		st.caller = s.control.Caller(uc)
+	}
 	var in []byte
 	var out bytes.Buffer
 	for ctx.Err() == nil {

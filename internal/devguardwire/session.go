@@ -9,6 +9,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
+	"github.com/marshal-dev/marshal/internal/control"
 	"github.com/marshal-dev/marshal/internal/launch"
 )
 
@@ -91,6 +92,8 @@ func errorOf(err error) *wireError {
 
 // session is what one session has established.
 type session struct {
+	// caller is who the peer is to the control plane.
+	caller  control.Caller
 	greeted bool
 	role    admission.Role
 	// admin is set once the administrator authenticated.
@@ -290,6 +293,9 @@ func (s *Server) authenticate(st *session, c Credential) answer {
 		if !v1alpha1.IsIdentifier(c.ConsumerID) || !v1alpha1.IsIdentifier(c.Generation) {
 			return fail(errBadID)
 		}
+		if !s.allows(st, control.Consumer, c.ConsumerID) {
+			return fail(errNotAuthorized)
+		}
 		role, err := s.d.AuthenticateConsumer(c.ConsumerID, c.Generation, c.Secret)
 		if err != nil {
 			return fail(errorOf(err))
@@ -297,6 +303,9 @@ func (s *Server) authenticate(st *session, c Credential) answer {
 		st.role, st.consumer, st.generation = role, c.ConsumerID, c.Generation
 		return answer{result: "authenticated", value: authenticated{Role: string(role)}}
 	case CredentialAdministrator:
+		if !s.allows(st, control.Admin, "") {
+			return fail(errNotAuthorized)
+		}
 		if err := s.d.AuthenticateAdministrator(c.Secret); err != nil {
 			return fail(errorOf(err))
 		}
@@ -304,6 +313,20 @@ func (s *Server) authenticate(st *session, c Credential) answer {
 		return answer{result: "authenticated", value: authenticated{Role: "administrator"}}
 	}
 	return fail(errNotAuthorized)
+}
+
+// allows reports whether the session's caller may present a credential
+// of action (on target), and tells Control of an agent's judgement.
+func (s *Server) allows(st *session, action control.Action, target string) bool {
+	err := st.caller.Authorize(action, target)
+	var ref *control.Refusal
+	if err != nil && !errors.As(err, &ref) {
+		ref = &control.Refusal{Caller: st.caller, Action: action, Target: target}
+	}
+	if s.control != nil && !st.caller.IsUser() {
+		s.control.Judged(st.caller, action, ref)
+	}
+	return ref == nil
 }
 
 func (s *Server) register(ctx context.Context, st *session, instance string, caller admission.Peer) answer {

@@ -8,6 +8,11 @@ BENCH   ?= .
 BENCHTIME ?= 1s
 COUNT   ?= 1
 TESTFLAGS ?=
+# A package's whole suite under -race on a busy two-CPU machine (the
+# admission journal's crash and recovery tests among them) can pass go
+# test's default ten minutes; a hang still ends, with every goroutine's
+# stack, well inside CI's time.
+TESTTIMEOUT ?= 30m
 FUZZTIME ?= 30s
 
 # The user make test-unprivileged runs as.
@@ -87,7 +92,7 @@ test: lint test-go ## make lint, then every test with -race
 
 .PHONY: test-go
 test-go: ## every test with -race, without make lint
-	$(GO) test -race -count=$(COUNT) $(TESTFLAGS) $(PKGS)
+	$(GO) test -race -count=$(COUNT) -timeout=$(TESTTIMEOUT) $(TESTFLAGS) $(PKGS)
 
 .PHONY: test-unprivileged
 test-unprivileged: ## as root: every test with -race as UNPRIVILEGED_USER (default nobody) on a copy of the tree (lint is the same for every user: make test runs it)

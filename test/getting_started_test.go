@@ -73,6 +73,9 @@ func TestGettingStarted(t *testing.T) {
 		"profile coder",      // and identify, inside it, named its profile
 		"workspace project",  // and the workspace marshald launched it in
 		"Name:       coder",  // describe
+		"wrote notes.txt",    // a confined agent writes its workspace,
+		"secrets hidden",     // cannot read a none path,
+		"home is read-only",  // nor write outside
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the documented steps did not show %q; they printed:\n%s", want, got)

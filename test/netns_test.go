@@ -380,3 +380,42 @@ func TestNetnsIsRefusedToTheDevGuardLaunchHelper(t *testing.T) {
 		t.Errorf("scopes made: %q", left)
 	}
 }
+
+// A process of a netns agent that moves itself out of its scope is still
+// known by the network namespace it cannot leave: to the local API it is
+// the most restricted agent, never its user. It may read; a run starts
+// nothing and a delete changes nothing.
+func TestNetnsAgentOutOfItsScopeIsNoUser(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newNetnsEnv(t)
+	out := t.TempDir()
+	procs := e.tree.V2("marshal", "cgroup.procs")
+	script := "echo $$ > " + procs + " || exit 9\n" + strings.ReplaceAll(controlScript(out,
+		"get get workspaces",
+		"run run -w webapp -- touch "+filepath.Join(out, "ran"),
+		"delete delete workspace webapp --wait=false",
+	), "marshalctl ", "marshalctl --socket "+e.socket+" ")
+	r := e.runNow("-w", "locked", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("the agent's script: exit %d\n%s", r.code, r.stderr)
+	}
+	if self, _ := os.ReadFile(filepath.Join(out, "self")); scopeInCgroup.Match(self) {
+		t.Fatalf("the process did not leave its scope:\n%s", self)
+	}
+	got := answers(t, out, "get", "run", "delete")
+	if a := got["get"]; a.code != 0 {
+		t.Errorf("get from a netns agent out of its scope: exit %d\n%s", a.code, a.out)
+	}
+	if a := got["run"]; a.code != 77 || !strings.Contains(a.out, "network namespace of an agent") {
+		t.Errorf("run from a netns agent out of its scope: exit %d, want 77 naming its namespace\n%s", a.code, a.out)
+	}
+	if _, err := os.Stat(filepath.Join(out, "ran")); err == nil {
+		t.Error("the refused run ran its command")
+	}
+	if a := got["delete"]; a.code != 3 || !strings.Contains(a.out, "most restricted agent") {
+		t.Errorf("delete from a netns agent out of its scope: exit %d\n%s", a.code, a.out)
+	}
+	if r := e.ctl("get", "workspace", "webapp"); r.code != 0 {
+		t.Errorf("the refused delete removed workspace webapp: %s", r.stderr)
+	}
+}

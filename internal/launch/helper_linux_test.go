@@ -10,6 +10,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/cgroup"
+	"github.com/marshal-dev/marshal/internal/isolation"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
@@ -378,5 +379,27 @@ func TestObserveOfAScopeLostIsSuspect(t *testing.T) {
 	}
 	if err := h.l.Observe(t.Context(), "never"); !errors.Is(err, ErrUnknownLaunch) {
 		t.Errorf("Observe of no launch = %v, want ErrUnknownLaunch", err)
+	}
+}
+
+// A helper's launch under a profile with filesystem rules is refused
+// before its scope exists, as under netns isolation: the helper execs
+// its program itself and cannot confine it.
+func TestLaunchHelperRefusesAConfinedProfile(t *testing.T) {
+	h := newHarness(t)
+	h.network = func(*v1alpha1.Workspace, uint32) (Network, error) {
+		return Network{Netns: &isolation.Launch{Helper: "/opt/marshal-confine", HostNetwork: true,
+			Filesystem: &isolation.Filesystem{Default: "read"}}}, nil
+	}
+	h.serveConsumer()
+	h.start()
+	p := h.owner()
+	key, permit := h.grant(p, "confined")
+	_, proc := h.caller()
+	if _, err := h.present(p, key, permit, proc); !errors.Is(err, ErrIsolationNotGiven) {
+		t.Fatalf("LaunchHelper = %v, want %v", err, ErrIsolationNotGiven)
+	}
+	if len(h.records()) != 0 || len(h.scopes()) != 0 {
+		t.Errorf("a refusal left records %v, scopes %v", h.records(), h.scopes())
 	}
 }

@@ -19,6 +19,7 @@ var mayLink = []string{
 	"internal/identity",
 	"internal/localapi",
 	"internal/quantity", // bytes as people read them, as marshald writes them
+	"internal/rawfile",  // /proc files read with the system calls alone, for identity
 	"internal/scope",
 	"internal/version",
 }

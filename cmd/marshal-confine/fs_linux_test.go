@@ -230,6 +230,8 @@ func runFSAgent(t *testing.T, f fixture, x fsFixture, cred *unix.Ucred, env []st
 	return res, nil
 }
 
+// users are who a test runs the helper as: the test's own user, and
+// nobody as well when the test is root.
 func users(t *testing.T) []struct {
 	name string
 	cred *unix.Ucred

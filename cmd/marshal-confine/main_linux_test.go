@@ -324,17 +324,7 @@ func runAgent(t *testing.T, f fixture, cred *unix.Ucred, env []string, args ...s
 // is gone once it exits. As root and as an ordinary user.
 func TestTheBridgeIsTheOnlyWayOut(t *testing.T) {
 	f := setup(t)
-	users := []struct {
-		name string
-		cred *unix.Ucred
-	}{{name: "self"}}
-	if os.Geteuid() == 0 {
-		users = append(users, struct {
-			name string
-			cred *unix.Ucred
-		}{"nobody", &unix.Ucred{Uid: 65534, Gid: 65534}})
-	}
-	for _, u := range users {
+	for _, u := range users(t) {
 		t.Run(u.name, func(t *testing.T) {
 			loop := listenHost(t, "127.0.0.1")
 			env := []string{envHostAddr + "=" + loop.ln.Addr().String(), envBridge + "=127.0.0.1:3128"}

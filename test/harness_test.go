@@ -86,9 +86,19 @@ type daemon struct {
 	egressDefault bool
 	// env is added to marshald's environment.
 	env []string
-	// spawn, when set, starts marshald's process instead of its Start:
-	// in a network namespace of the test's, for one.
+	// spawn, when set, starts marshald's process and every marshalctl's
+	// instead of their Start: in a network namespace of the test's, for
+	// one. The callers share marshald's namespace, as a user's shell
+	// does; a caller in another one counts as an agent.
 	spawn func(start func() error) error
+}
+
+// startProcess starts cmd through spawn, if set.
+func (d *daemon) startProcess(cmd *exec.Cmd) error {
+	if d.spawn == nil {
+		return cmd.Start()
+	}
+	return d.spawn(cmd.Start)
 }
 
 type syncBuffer struct {
@@ -160,11 +170,7 @@ func (d *daemon) start(extra ...string) {
 	if d.env != nil {
 		d.cmd.Env = append(os.Environ(), d.env...)
 	}
-	spawn := d.spawn
-	if spawn == nil {
-		spawn = func(start func() error) error { return start() }
-	}
-	if err := spawn(d.cmd.Start); err != nil {
+	if err := d.startProcess(d.cmd); err != nil {
 		t.Fatal(err)
 	}
 	d.exited = make(chan struct{})
@@ -236,7 +242,10 @@ func (d *daemon) ctlIn(stdin io.Reader, args ...string) result {
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "marshalctl"), append([]string{"--socket", d.socket}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &errb
-	err := cmd.Run()
+	err := d.startProcess(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if ctx.Err() != nil {
 		d.t.Fatalf("marshalctl %s did not finish within %v", strings.Join(args, " "), testutil.Deadline)
 	}

@@ -163,7 +163,7 @@ func (d *daemon) startCmd(cmd *exec.Cmd) *agent {
 	if a.stdin, err = a.cmd.StdinPipe(); err != nil {
 		d.t.Fatal(err)
 	}
-	if err := a.cmd.Start(); err != nil {
+	if err := d.startProcess(a.cmd); err != nil {
 		d.t.Fatal(err)
 	}
 	go func() { a.err = a.cmd.Wait(); close(a.done) }()

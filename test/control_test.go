@@ -85,13 +85,17 @@ func (d *daemon) inAgent(workspace, script string) result {
 	return result{stdout: stdout, stderr: stderr, code: code}
 }
 
-// startVictim starts an agent in workspace that sleeps, and returns it
-// and its scope.
-func (d *daemon) startVictim(root, workspace string) (*agent, string) {
+// startVictim starts an agent in workspace that sleeps, its marshalctl
+// run changed by each of opts first, and returns it and its scope.
+func (d *daemon) startVictim(root, workspace string, opts ...func(*exec.Cmd)) (*agent, string) {
 	t := d.t
 	t.Helper()
 	before := d.scopeDirs()
-	a := d.startRun("-w", workspace, "--", "sh", "-c", "touch m-$$; exec sleep 600")
+	cmd := d.runCmd("-w", workspace, "--", "sh", "-c", "touch m-$$; exec sleep 600")
+	for _, o := range opts {
+		o(cmd)
+	}
+	a := d.startCmd(cmd)
 	if !a.startedOrEnded(t, root) {
 		_, stderr := a.output()
 		t.Fatalf("the agent did not start: %s", stderr)

@@ -141,9 +141,10 @@ func TestUnitsVerify(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
 		t.Skip("needs systemd-analyze")
 	}
-	// No DESTDIR: ExecStart must name a binary that exists.
+	// No DESTDIR: ExecStart must name a binary that exists. The AppArmor
+	// profile goes below the prefix too, never into the host's /etc.
 	prefix := t.TempDir()
-	mustMake(t, "install", "PREFIX="+prefix, "BIN="+bin)
+	mustMake(t, "install", "PREFIX="+prefix, "BIN="+bin, "APPARMOR_DIR="+prefix+"/apparmor.d")
 	for _, kind := range unitKinds {
 		t.Run(kind+"_unit", func(t *testing.T) {
 			args := []string{"verify", filepath.Join(prefix, "lib", "systemd", kind, "marshald.service")}
@@ -231,7 +232,7 @@ func TestUnitOnUserManager(t *testing.T) {
 				t.Fatalf("the manager does not load units from %s; it reads %q", unitDir, paths)
 			}
 			prefix := t.TempDir()
-			mustMake(t, "install", "PREFIX="+prefix, "BIN="+bin)
+			mustMake(t, "install", "PREFIX="+prefix, "BIN="+bin, "APPARMOR_DIR="+prefix+"/apparmor.d")
 			copyUnit(t, filepath.Join(prefix, "lib", "systemd", tc.unit, "marshald.service"), filepath.Join(unitDir, "marshald.service"), 0o644)
 
 			logPath := filepath.Join(t.TempDir(), "marshald.log")

@@ -40,7 +40,7 @@ build: ## build marshald, marshalctl, marshal-confine and marshal-devguard-launc
 # The check of a pure cgroup v2 host (test/cgroupv2-check.sh) runs where
 # Go may not be: the cgroup-touching test binaries and the real marshald
 # and marshalctl, all static and stripped, with the script, in one archive.
-CHECK_PKGS := ./internal/cgroup ./internal/cgroup/cgroupfs ./internal/cgroup/systemd ./controllers ./internal/launch ./internal/identity ./internal/devguardlaunch
+CHECK_PKGS := ./internal/cgroup ./internal/cgroup/cgroupfs ./internal/cgroup/systemd ./controllers ./internal/launch ./internal/identity ./internal/peer ./internal/devguardlaunch
 CHECK_DIR  := $(BIN)/marshal-cgroupv2-check
 
 .PHONY: cgroupv2-bundle

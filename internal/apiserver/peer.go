@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/marshal-dev/marshal/internal/control"
-	"github.com/marshal-dev/marshal/internal/identity"
+	peercred "github.com/marshal-dev/marshal/internal/peer"
 )
 
 // peerKey is the context key of a connection's *peer.
@@ -49,7 +49,7 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 		return &peer{refusal: "the local API answers only on its unix socket"}
 	}
 	p := &peer{conn: uc}
-	cred, err := identity.Peer(uc)
+	cred, err := peercred.Credentials(uc)
 	if err != nil {
 		s.log.Warn("local API: refused a peer whose credentials cannot be read", "err", err)
 		p.refusal = "the caller's credentials could not be read"
@@ -83,7 +83,7 @@ func (s *Server) checkPeer(c net.Conn) *peer {
 	return p
 }
 
-func (s *Server) refusal(cred identity.Cred) string {
+func (s *Server) refusal(cred peercred.Cred) string {
 	who := fmt.Sprintf("uid %d and root", s.uid)
 	if s.uid == 0 {
 		who = "root"

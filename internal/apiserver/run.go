@@ -9,9 +9,9 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/control"
-	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/launch"
 	"github.com/marshal-dev/marshal/internal/localapi"
+	peercred "github.com/marshal-dev/marshal/internal/peer"
 )
 
 // maxRunBody bounds a run request: argv and the caller's environment,
@@ -44,7 +44,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if conn, ok := peerConn(r.Context()); ok {
-			if cred, err := identity.Peer(conn); err == nil {
+			if cred, err := peercred.Credentials(conn); err == nil {
 				lreq.UID = cred.UID
 			}
 		}

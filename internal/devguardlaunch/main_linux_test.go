@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/devguardwire"
-	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
@@ -53,7 +53,7 @@ func answerLost(t *testing.T) (string, <-chan string) {
 			return
 		}
 		defer c.Close()
-		peer, err := identity.Peer(c.(*net.UnixConn))
+		cred, err := peer.Credentials(c.(*net.UnixConn))
 		if err != nil {
 			return
 		}
@@ -62,7 +62,7 @@ func answerLost(t *testing.T) (string, <-chan string) {
 		}
 		hello := fmt.Sprintf(`{"version":1,"request_id":1,"body":{"result":"hello","value":{"protocol":1,`+
 			`"authority":{"uid":%d,"pid":%d},"caller":{"uid":%d,"pid":%d},"capabilities":["fenced_launch"],`+
-			`"max_frame_bytes":65536,"frame_deadline_ms":250,"max_sessions":32}}}`, os.Geteuid(), os.Getpid(), peer.UID, peer.PID)
+			`"max_frame_bytes":65536,"frame_deadline_ms":250,"max_sessions":32}}}`, os.Geteuid(), os.Getpid(), cred.UID, cred.PID)
 		if err := devguardwire.WriteFrame(c, []byte(hello), testutil.Deadline); err != nil {
 			return
 		}

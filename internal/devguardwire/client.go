@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // Client is a session with an authority on DevGuard's wire, as the
@@ -52,12 +52,12 @@ func Dial(path string, required ...Capability) (*Client, error) {
 func (c *Client) Close() error { return c.conn.Close() }
 
 func (c *Client) hello(required []Capability) error {
-	peer, err := identity.Peer(c.conn)
+	authority, err := peer.Credentials(c.conn)
 	if err != nil {
 		return err
 	}
-	if peer.UID != uint32(os.Geteuid()) {
-		return fmt.Errorf("the authority's uid is %d, not %d: %w", peer.UID, os.Geteuid(), ErrUnexpected)
+	if authority.UID != uint32(os.Geteuid()) {
+		return fmt.Errorf("the authority's uid is %d, not %d: %w", authority.UID, os.Geteuid(), ErrUnexpected)
 	}
 	if required == nil {
 		required = []Capability{}
@@ -68,7 +68,7 @@ func (c *Client) hello(required []Capability) error {
 		return err
 	}
 	switch {
-	case h.Authority != (peerID{peer.UID, uint32(peer.PID)}):
+	case h.Authority != (peerID{authority.UID, uint32(authority.PID)}):
 		return fmt.Errorf("hello names another authority than the socket's peer: %w", ErrUnexpected)
 	case h.Caller != (peerID{uint32(os.Geteuid()), uint32(os.Getpid())}):
 		return fmt.Errorf("hello names another caller: %w", ErrUnexpected)

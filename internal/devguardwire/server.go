@@ -13,7 +13,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/control"
-	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // Options configure a Server. Daemon is required.
@@ -165,7 +165,7 @@ func (s *Server) serve(ctx context.Context, c net.Conn) {
 	if !ok {
 		return
 	}
-	cred, err := identity.Peer(uc)
+	cred, err := peer.Credentials(uc)
 	if err != nil || cred.UID != s.uid || cred.PID <= 0 {
 		s.log.Debug("a session of another uid, or of an unseen peer, was closed", "uid", cred.UID, "pid", cred.PID)
 		return

@@ -21,7 +21,7 @@
 // group named like a scope with no such launch, of another profile, or
 // at another path is no launch's (a Warning event says so), so an agent
 // that makes its own marshal-<permissive>-<id>.scope gains nothing. Each
-// claim of the launch record is one check (identity.go), the last the
+// claim of the launch record is one check (package peer), the last the
 // network namespace: a peer counts as a launch's only from the namespace
 // that launch was given (Launch.NetNS: the host's, or a netns launch's
 // own), so a process of a netns agent that writes itself into another
@@ -36,7 +36,7 @@
 // process's cgroup2 group (PIDFD_GET_INFO, Linux 6.13): an id turned
 // into a path as a TCP socket's is, below, and no /proc file read, half
 // the cost of reading /proc/<pid>/cgroup, which a kernel without that
-// ioctl falls back to (identity.PeerGroup, identity.PeerNetNS).
+// ioctl falls back to (package peer).
 //
 // On TCP loopback there are no peer credentials. The proxy asks the
 // kernel's socket diagnostics (NETLINK_SOCK_DIAG) for the peer's socket,

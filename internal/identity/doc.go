@@ -8,8 +8,9 @@
 //
 // Resolve reads the cgroup2 ("0::") line, and on a hybrid or legacy host
 // also systemd's named v1 hierarchy ("name=systemd"), where systemd keeps
-// its scopes. Peer reads the credentials of the process at the other end
-// of a unix socket (SO_PEERCRED), and PeerIdentity resolves it too.
+// its scopes. OpenNetNS and SelfNetNS name a process's network
+// namespace. Who is at the other end of a socket is package peer's
+// question, answered with these.
 //
 // It is not an authorization layer and it does not touch the cgroup tree:
 // callers decide what an identity allows, and the cgroup backends create

@@ -36,15 +36,6 @@ type Identity struct {
 	Deleted bool `json:"deleted,omitempty"`
 }
 
-// Cred is what the kernel recorded about the process at the other end of
-// a unix socket when it connected (or created the socket pair).
-type Cred struct {
-	// PID is 0 when that process is not visible in this pid namespace.
-	PID int    `json:"pid"`
-	UID uint32 `json:"uid"`
-	GID uint32 `json:"gid"`
-}
-
 // deletedSuffix is what the kernel appends to a cgroup2 path whose group
 // has been removed while a process still refers to it.
 const deletedSuffix = " (deleted)"

@@ -12,3 +12,6 @@ func SelfNetNS() (NetNS, error) { return NetNS{}, errors.ErrUnsupported }
 
 // OpenNetNS needs Linux.
 func OpenNetNS(pidfd, pid int) (*os.File, NetNS, error) { return nil, NetNS{}, errors.ErrUnsupported }
+
+// PidfdNetNS needs Linux.
+func PidfdNetNS(pidfd, pid int) (NetNS, error) { return NetNS{}, errors.ErrUnsupported }

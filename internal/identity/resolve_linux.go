@@ -29,7 +29,7 @@ var bufPool = sync.Pool{New: func() any {
 //
 // It reads procfs, which does not block, so it takes no context. The
 // answer holds at the moment of the read; a caller that must know it is
-// still the same process pins it with a pidfd, as PeerIdentity does.
+// still the same process pins it with a pidfd, as package peer does.
 func Resolve(pid int) (Identity, error) {
 	if pid <= 0 {
 		return Identity{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)

@@ -21,7 +21,7 @@ import (
 // is in no scope and in the host's namespace.
 func Caller(c *net.UnixConn, launches Launches, host identity.NetNS) (*Peer, Who) {
 	p := &Peer{Transport: TransportUnix}
-	cred, id, ns, err := identity.PeerNetNS(c)
+	cred, id, ns, err := namespaceOf(c)
 	p.NetNS = ns
 	p.PID, p.UID, p.GID, p.HasUID = cred.PID, cred.UID, cred.GID, err == nil || cred.UID != 0 || cred.PID != 0
 	var who Who

@@ -11,6 +11,9 @@
 // names, at the path its scope is, and the peer is in the network
 // namespace the launch was given; otherwise Who says why not.
 //
+// Credentials reads a unix socket's SO_PEERCRED alone, for the sockets
+// that admit a caller by its uid.
+//
 // It decides nothing: what a launch or an unknown peer may do is its
 // callers' policy (the proxy's rules, the control plane's grants).
 package peer

@@ -74,11 +74,11 @@ func (x *Identifier) tcpPeer(c *net.TCPConn) *Peer {
 // else read from /proc.
 func (x *Identifier) unixPeer(c *net.UnixConn) (*Peer, Who, error) {
 	p := &Peer{Transport: TransportUnix}
-	cred, gid, ns, err := identity.PeerGroup(c)
+	cred, gid, ns, err := groupOf(c)
 	var id identity.Identity
 	byID := !errors.Is(err, errors.ErrUnsupported)
 	if !byID {
-		cred, id, ns, err = identity.PeerNetNS(c)
+		cred, id, ns, err = namespaceOf(c)
 	}
 	p.NetNS = ns
 	p.PID, p.UID, p.GID, p.HasUID = cred.PID, cred.UID, cred.GID, err == nil || cred.UID != 0 || cred.PID != 0

@@ -1,4 +1,4 @@
-package identity
+package peer
 
 import (
 	"bufio"
@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/scope"
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
@@ -22,7 +24,7 @@ import (
 // dialEnv, when set, makes the test binary a peer for the tests below: it
 // waits for a line on stdin, dials the unix socket the variable names,
 // and stays connected until stdin closes.
-const dialEnv = "MARSHAL_IDENTITY_TEST_DIAL"
+const dialEnv = "MARSHAL_PEER_TEST_DIAL"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(dialEnv); path != "" {
@@ -72,16 +74,16 @@ func self() Cred {
 	return Cred{PID: os.Getpid(), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 }
 
-func TestPeerOfSocketPairIsThisProcess(t *testing.T) {
+func TestCredentialsOfSocketPairIsThisProcess(t *testing.T) {
 	a, b := unixPair(t)
 	for _, conn := range []*net.UnixConn{a, b} {
-		if got, err := Peer(conn); err != nil || got != self() {
-			t.Errorf("Peer(socketpair end) = %+v, %v, want %+v", got, err, self())
+		if got, err := Credentials(conn); err != nil || got != self() {
+			t.Errorf("Credentials(socketpair end) = %+v, %v, want %+v", got, err, self())
 		}
 	}
 }
 
-func TestPeerOverListenerIsThisProcess(t *testing.T) {
+func TestCredentialsOverListenerIsThisProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -96,16 +98,63 @@ func TestPeerOverListenerIsThisProcess(t *testing.T) {
 	server := accept(t, l)
 
 	for name, conn := range map[string]*net.UnixConn{"server": server, "client": client} {
-		if got, err := Peer(conn); err != nil || got != self() {
-			t.Errorf("Peer(%s end) = %+v, %v, want %+v", name, got, err, self())
+		if got, err := Credentials(conn); err != nil || got != self() {
+			t.Errorf("Credentials(%s end) = %+v, %v, want %+v", name, got, err, self())
 		}
 	}
 	// This process is in no marshal scope: the credentials come back with
 	// the refusal, for a caller that admits by uid.
-	cred, id, err := PeerIdentity(server)
-	if !errors.Is(err, ErrNotManaged) || cred != self() || id != (Identity{}) {
-		t.Errorf("PeerIdentity(server end) = %+v, %+v, %v, want %+v and ErrNotManaged", cred, id, err, self())
+	cred, id, err := identityOf(server)
+	if !errors.Is(err, identity.ErrNotManaged) || cred != self() || id != (identity.Identity{}) {
+		t.Errorf("identityOf(server end) = %+v, %+v, %v, want %+v and identity.ErrNotManaged", cred, id, err, self())
 	}
+}
+
+// newScope creates marshal.slice/marshal-<profile>.slice/<scope> in the
+// tree's cgroup2 part and returns the identity a process in it has.
+func newScope(t testing.TB, c *testutil.CgroupTree, profile string) scope.Identity {
+	t.Helper()
+	id := scope.NewID()
+	name := scope.ScopeName(profile, id)
+	rel := filepath.Join(c.Rel, scope.RootSlice, scope.SliceName(profile), name)
+	if err := os.MkdirAll(filepath.Join(c.Mounts.V2, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return scope.Identity{Profile: profile, ID: id, Scope: name, Path: rel}
+}
+
+// movePID writes pid to the cgroup.procs of the group dir.
+func movePID(t testing.TB, dir string, pid int) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+		t.Fatalf("moving pid %d into %s: %v", pid, dir, err)
+	}
+}
+
+// isolateSystemdHierarchy moves pid into the tree's own group of the
+// name=systemd hierarchy, where one is mounted, so that the hierarchy
+// the test process happens to run in cannot name a scope for it.
+func isolateSystemdHierarchy(t testing.TB, c *testutil.CgroupTree, pid int) {
+	t.Helper()
+	if mnt := c.Mounts.V1["name=systemd"]; mnt != "" {
+		movePID(t, filepath.Join(mnt, c.Rel), pid)
+	}
+}
+
+// start starts cmd and kills and reaps it when t ends.
+func start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd
 }
 
 func accept(t *testing.T, l *net.UnixListener) *net.UnixConn {
@@ -175,20 +224,20 @@ func peerInScope(t *testing.T, c *testutil.CgroupTree, sc scope.Identity) (*peer
 	return p, accept(t, l)
 }
 
-func TestPeerIdentityOfProcessInScope(t *testing.T) {
+func TestIdentityOfProcessInScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
 	want := newScope(t, c, "coder")
 	p, conn := peerInScope(t, c, want)
 	pid := p.cmd.Process.Pid
 
-	cred, got, err := PeerIdentity(conn)
+	cred, got, err := identityOf(conn)
 	wantCred := Cred{PID: pid, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	if wantID := (Identity{Identity: want, PID: pid, Hierarchy: Unified}); err != nil || cred != wantCred || got != wantID {
-		t.Errorf("PeerIdentity = %+v, %+v, %v, want %+v, %+v", cred, got, err, wantCred, wantID)
+	if wantID := (identity.Identity{Identity: want, PID: pid, Hierarchy: identity.Unified}); err != nil || cred != wantCred || got != wantID {
+		t.Errorf("identityOf = %+v, %+v, %v, want %+v, %+v", cred, got, err, wantCred, wantID)
 	}
 }
 
-func TestPeerIdentityOfExitedPeer(t *testing.T) {
+func TestIdentityOfExitedPeer(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 	if err != nil {
@@ -202,64 +251,26 @@ func TestPeerIdentityOfExitedPeer(t *testing.T) {
 	p.exit(t)
 
 	wantCred := Cred{PID: p.cmd.Process.Pid, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	if got, err := Peer(conn); err != nil || got != wantCred {
-		t.Errorf("Peer after the peer exited = %+v, %v, want %+v", got, err, wantCred)
+	if got, err := Credentials(conn); err != nil || got != wantCred {
+		t.Errorf("Credentials after the peer exited = %+v, %v, want %+v", got, err, wantCred)
 	}
-	cred, id, err := PeerIdentity(conn)
-	if !errors.Is(err, ErrNoProcess) || cred != wantCred || id != (Identity{}) {
-		t.Errorf("PeerIdentity after the peer exited = %+v, %+v, %v, want %+v and ErrNoProcess", cred, id, err, wantCred)
-	}
-}
-
-func TestNotReaped(t *testing.T) {
-	tests := []struct {
-		name   string
-		state  func(t *testing.T, cmd *exec.Cmd) // brings the started child into the state
-		reaped bool
-	}{
-		{name: "running", state: func(*testing.T, *exec.Cmd) {}},
-		{name: "zombie", state: func(t *testing.T, cmd *exec.Cmd) {
-			// Killed, not reaped. Wait with WNOWAIT returns once it has
-			// exited and leaves it a zombie.
-			cmd.Process.Kill()
-			var info unix.Siginfo
-			if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{name: "reaped", reaped: true, state: func(t *testing.T, cmd *exec.Cmd) {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			cmd := start(t, exec.Command("sleep", "60"))
-			pidfd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer unix.Close(pidfd)
-			tc.state(t, cmd)
-			err = notReaped(pidfd)
-			if tc.reaped && !errors.Is(err, ErrNoProcess) || !tc.reaped && err != nil {
-				t.Errorf("notReaped(pidfd of %s child) = %v, want reaped %v", tc.name, err, tc.reaped)
-			}
-		})
+	cred, id, err := identityOf(conn)
+	if !errors.Is(err, identity.ErrNoProcess) || cred != wantCred || id != (identity.Identity{}) {
+		t.Errorf("identityOf after the peer exited = %+v, %+v, %v, want %+v and identity.ErrNoProcess", cred, id, err, wantCred)
 	}
 }
 
-// PeerGroup names the peer's own cgroup2 group by its id, the inode
+// groupOf names the peer's own cgroup2 group by its id, the inode
 // number of the group's directory, and its network namespace; a peer
-// reaped since it connected is ErrNoProcess.
-func TestPeerGroup(t *testing.T) {
+// reaped since it connected is identity.ErrNoProcess.
+func TestGroupOf(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
 	sc := newScope(t, c, "coder")
 	p, conn := peerInScope(t, c, sc)
 	pid := p.cmd.Process.Pid
 	dir := filepath.Join(c.Mounts.V2, sc.Path)
 
-	cred, id, ns, err := PeerGroup(conn)
+	cred, id, ns, err := groupOf(conn)
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("the kernel names no group for a pidfd (PIDFD_GET_INFO, Linux 6.13): %v", err)
 	}
@@ -267,17 +278,17 @@ func TestPeerGroup(t *testing.T) {
 	if err := unix.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	self, err2 := SelfNetNS()
+	self, err2 := identity.SelfNetNS()
 	if err2 != nil {
 		t.Fatal(err2)
 	}
 	wantCred := Cred{PID: pid, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
 	if err != nil || cred != wantCred || id != st.Ino || ns != self {
-		t.Errorf("PeerGroup = %+v, %d, %v, %v; want %+v, %d (the scope's inode), %v", cred, id, ns, err, wantCred, st.Ino, self)
+		t.Errorf("groupOf = %+v, %d, %v, %v; want %+v, %d (the scope's inode), %v", cred, id, ns, err, wantCred, st.Ino, self)
 	}
 
 	p.exit(t)
-	if cred, _, _, err := PeerGroup(conn); !errors.Is(err, ErrNoProcess) || cred != wantCred {
-		t.Errorf("PeerGroup after the peer was reaped = %+v, %v; want %+v and ErrNoProcess", cred, err, wantCred)
+	if cred, _, _, err := groupOf(conn); !errors.Is(err, identity.ErrNoProcess) || cred != wantCred {
+		t.Errorf("groupOf after the peer was reaped = %+v, %v; want %+v and identity.ErrNoProcess", cred, err, wantCred)
 	}
 }

@@ -6,16 +6,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
 
 // What a netns launch and a confined launch add to an exec, beside
-// bubblewrap doing the same, measured in one run: compare the ratios,
-// not across runs. The confined launches have the default rules of a
-// profile that declares filesystem: {}, on a home where every default
-// credential store exists, so that each is hidden by a mount.
+// bubblewrap doing the same, measured in one run, interleaved, as medians
+// (p50) and 90th percentiles of the whole process in milliseconds:
+// compare within a run, not across runs. The confined launches have the
+// default rules of a profile that declares filesystem: {}, on a home
+// where every default credential store exists, so that each is hidden by
+// a mount. helper_exec_only is the floor of any launch helper: the
+// helper exec'd with nothing to do, one more exec than bare; each
+// *-over-bare-ms metric is what a way adds to bare at the median.
+// MARSHAL_CONFINE_BENCH_BASE names another build of the helper, an
+// earlier one, to time its confined launch beside this one's.
 func BenchmarkExec(b *testing.B) {
 	f := setup(b)
 	socket := "/nonexistent/proxy.sock" // the bridge never dials when nothing connects
@@ -29,10 +37,18 @@ func BenchmarkExec(b *testing.B) {
 		argv []string
 	}{
 		{"bare", []string{"/bin/true"}},
+		{"helper_exec_only", []string{f.helper, "exec", "--network", "host", "--", "/bin/true"}},
 		{"netns", []string{f.helper, "exec", "--", "/bin/true"}},
 		{"netns_bridge", []string{f.helper, "exec", "--socket", socket, "--", "/bin/true"}},
 		{"confine_default_rules", append(confine("host"), "--", "/bin/true")},
 		{"confine_default_rules_netns", append(confine("none"), "--", "/bin/true")},
+	}
+	if base := os.Getenv("MARSHAL_CONFINE_BENCH_BASE"); base != "" {
+		argv := append([]string{base, "exec", "--network", "host"}, defaultRules(home, ws, tmp)...)
+		cases = append(cases, struct {
+			name string
+			argv []string
+		}{"confine_default_rules_base", append(argv, "--", "/bin/true")})
 	}
 	if bwrap, err := exec.LookPath("bwrap"); err == nil {
 		cases = append(cases, []struct {
@@ -46,18 +62,42 @@ func BenchmarkExec(b *testing.B) {
 	if out, err := exec.Command(f.helper, "check", "--fs").CombinedOutput(); err != nil {
 		b.Logf("filesystem confinement is not available here, its cases fail: %s", out)
 	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			for b.Loop() {
-				// Each launch makes {tmp}; marshald removes it later.
-				os.Remove(tmp)
-				if out, err := exec.Command(tc.argv[0], tc.argv[1:]...).CombinedOutput(); err != nil {
-					b.Fatalf("%v: %v\n%s", tc.argv, err, out)
-				}
+	times := make([][]time.Duration, len(cases))
+	for b.Loop() {
+		for i, tc := range cases {
+			// Each launch makes {tmp}; marshald removes it later.
+			os.Remove(tmp)
+			start := time.Now()
+			if out, err := exec.Command(tc.argv[0], tc.argv[1:]...).CombinedOutput(); err != nil {
+				b.Fatalf("%v: %v\n%s", tc.argv, err, out)
 			}
-		})
+			times[i] = append(times[i], time.Since(start))
+		}
 	}
+	medians := map[string]time.Duration{}
+	for i, tc := range cases {
+		medians[tc.name] = percentile(times[i], 50)
+		b.ReportMetric(ms(medians[tc.name]), tc.name+"-p50-ms")
+		b.ReportMetric(ms(percentile(times[i], 90)), tc.name+"-p90-ms")
+	}
+	for _, name := range []string{"helper_exec_only", "confine_default_rules", "confine_default_rules_base", "bwrap_ro_ws_ssh"} {
+		if m, ok := medians[name]; ok {
+			b.ReportMetric(ms(m-medians["bare"]), name+"-over-bare-ms")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
 }
+
+// percentile returns the p-th percentile of d, which it sorts.
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[(len(d)-1)*p/100]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // benchHome makes a home with every default credential store and a
 // workspace, a git repository, in it.

@@ -8,22 +8,22 @@
 //     beneath / when the default is read. Its rules only add, so a path
 //     that must be narrower than a tree that grants more is made so by
 //     a mount:
-//   - in a private mount namespace of a user namespace, a none path is
-//     hidden (an empty read-only tmpfs on a directory, an empty
-//     unreadable read-only file on anything else), a read path inside a
+//   - in a private mount namespace (of a user namespace, but for root),
+//     a none path is hidden (an empty read-only directory or an empty
+//     unreadable read-only file, binds of one tmpfs), a read path inside a
 //     write tree is bound read-only onto itself, and a granted path
 //     inside a hidden or read-only one is bound back. A second user and
 //     mount namespace then locks those mounts, as bubblewrap does: they
 //     cannot be unmounted or uncovered from inside, and Landlock forbids
-//     mounting and unmounting to the agent altogether.
+//     mounting and unmounting to the agent altogether (see mounts.c).
 //   - no_new_privs (setuid programs gain nothing), and a seccomp filter
 //     refuses TIOCSTI and TIOCLINUX, which push input into a terminal.
 //   - from Landlock ABI 6, abstract unix sockets and signals are scoped
 //     to the agent's own tree.
 //
 // Paths are resolved (symlinks followed) before anything is decided, and
-// mounts are made on file descriptors, so a path swapped meanwhile
-// cannot move a mount elsewhere.
+// mounts and Landlock rules are made on file descriptors, so a path
+// swapped meanwhile cannot move a mount or a grant elsewhere.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,17 +46,12 @@
 #include <sys/syscall.h>
 
 #include "confine.h"
+#include "fs.h"
 
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
 #define SYS_landlock_add_rule 445
 #define SYS_landlock_restrict_self 446
-#endif
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
 #endif
 
 // Landlock, as linux/landlock.h of ABI 7 has it.
@@ -107,36 +102,8 @@ struct ll_path_beneath_attr {
 // gives: never above what this one gives.
 #define ABI_MAX_ENV "MARSHAL_LANDLOCK_ABI_MAX"
 
-struct mount_attr_ {
-	uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
-
-struct open_how_ {
-	uint64_t flags, mode, resolve;
-};
-#define RESOLVE_NO_SYMLINKS_ 0x04
-#define RESOLVE_BENEATH_ 0x08
-
-enum { FS_NONE, FS_READ, FS_WRITE };
-enum { OP_NONE, OP_HIDE, OP_RO, OP_RW };
-
-#define MAX_RULES 128
-
-struct rule {
-	int access;
-	const char *path;   // as given
-	char real[PATH_MAX]; // resolved; "" when it does not exist
-	size_t len;
-	int isdir;
-	int op;              // the mount that narrows or restores it
-	int anchor;          // the nearest ancestor with an op, -1 for none
-	int children;        // ops anchored at it
-	int fd;              // O_PATH, in the agent's mount namespace
-	int mnt;             // the root of the mount its op made
-};
-
-static struct rule rules[MAX_RULES];
-static int nrules;
+struct rule rules[MAX_RULES];
+int nrules;
 static int fs_default = -1;
 static const char *tmpdir;
 static int abi;
@@ -219,6 +186,42 @@ static int beneath(const struct rule *a, const struct rule *b)
 	return strncmp(a->real, b->real, a->len) == 0 && (b->real[a->len] == '/' || b->real[a->len] == '\0');
 }
 
+// resolve opens path and returns its name with every symlink followed,
+// the name of what the descriptor holds: three system calls where
+// realpath makes one per component. NULL when there is nothing there to
+// govern (absent, or out of this user's reach, as realpath would say).
+static char *resolve(const char *path, int *fd, struct stat *st)
+{
+	*fd = open(path, O_PATH | O_CLOEXEC);
+	if (*fd < 0) {
+		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP || errno == ENAMETOOLONG)
+			return NULL;
+		unsupported("a rule's path could not be resolved", errno);
+	}
+	char link[32], buf[PATH_MAX];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", *fd);
+	ssize_t n = fstat(*fd, st) == 0 ? readlink(link, buf, sizeof buf - 1) : -1;
+	if (n > 0 && buf[0] == '/' && (size_t)n < sizeof buf - 1) {
+		buf[n] = '\0';
+		// A name ending so may be a file unlinked meanwhile, or one so
+		// named: only the same inode there says which.
+		static const char gone[] = " (deleted)";
+		struct stat again;
+		if ((size_t)n < sizeof gone || strcmp(buf + n - (sizeof gone - 1), gone) != 0 ||
+		    (stat(buf, &again) == 0 && again.st_dev == st->st_dev && again.st_ino == st->st_ino))
+			return strdup(buf);
+	}
+	// No /proc, or a name it cannot give: the long way.
+	char *real = realpath(path, NULL);
+	if (real == NULL || stat(real, st) != 0) {
+		free(real);
+		close(*fd);
+		*fd = -1;
+		return NULL;
+	}
+	return real;
+}
+
 // plan resolves the rules and decides each one's mount.
 static void plan(void)
 {
@@ -227,33 +230,36 @@ static void plan(void)
 		struct stat st;
 		r->fd = r->mnt = -1;
 		r->anchor = -1;
-		if (realpath(r->path, r->real) == NULL || stat(r->real, &st) != 0) {
-			r->real[0] = '\0';
+		r->real = resolve(r->path, &r->found, &st);
+		if (r->real == NULL)
 			continue;
-		}
 		r->len = strlen(r->real);
 		r->isdir = S_ISDIR(st.st_mode);
 		// Two rules on one path: the later decides.
 		for (int j = 0; j < i; j++)
-			if (rules[j].real[0] && strcmp(rules[j].real, r->real) == 0)
-				rules[j].real[0] = '\0';
+			if (rules[j].real && strcmp(rules[j].real, r->real) == 0)
+				rules[j].real = NULL;
 	}
-	// Ancestors first: a shorter path is never beneath a longer one.
+	// Ancestors first: a shorter path is never beneath a longer one;
+	// absent paths, length 0, first of all.
+	for (int i = 0; i < nrules; i++)
+		if (rules[i].real == NULL)
+			rules[i].len = 0;
 	for (int i = 1; i < nrules; i++) {
 		struct rule r = rules[i];
 		int j = i - 1;
-		for (; j >= 0 && strlen(rules[j].real) > strlen(r.real); j--)
+		for (; j >= 0 && rules[j].len > r.len; j--)
 			rules[j + 1] = rules[j];
 		rules[j + 1] = r;
 	}
 	for (int i = 0; i < nrules; i++) {
 		struct rule *r = &rules[i];
-		if (!r->real[0])
+		if (r->real == NULL)
 			continue;
 		int granted = fs_default == FS_READ ? FS_READ : FS_NONE;
 		for (int j = 0; j < i; j++) {
 			struct rule *a = &rules[j];
-			if (!a->real[0] || a->len == r->len || !beneath(a, r))
+			if (a->real == NULL || a->len == r->len || !beneath(a, r))
 				continue;
 			if (a->access > granted)
 				granted = a->access;
@@ -302,168 +308,6 @@ void fs_prepare(void)
 	plan();
 }
 
-static int mount_setattr_(int fd, unsigned int flags, uint64_t set)
-{
-	struct mount_attr_ attr = {.attr_set = set};
-	return (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | flags, &attr, sizeof attr);
-}
-
-static int move_onto(int from, int to)
-{
-	return (int)syscall(SYS_move_mount, from, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-}
-
-// new_tmpfs returns an unattached, empty tmpfs whose root has mode.
-static int new_tmpfs(const char *mode)
-{
-	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
-	if (fs < 0)
-		return -1;
-	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) != 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "64k", 0) != 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
-		close(fs);
-		return -1;
-	}
-	int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-	close(fs);
-	return m;
-}
-
-// hidden_file is what hides a file, a socket or a device: an empty file
-// of mode 0 on a tmpfs of its own, made once and bound read-only onto
-// each.
-static int hidden_file = -1;
-
-static int hide_file(int target)
-{
-	if (hidden_file < 0) {
-		int m = new_tmpfs("0700");
-		if (m < 0)
-			return -1;
-		int f = openat(m, "hidden", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
-		if (f < 0)
-			return -1;
-		close(f);
-		hidden_file = (int)syscall(SYS_open_tree, m, "hidden", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		close(m);
-		if (hidden_file < 0)
-			return -1;
-	}
-	int c = (int)syscall(SYS_open_tree, hidden_file, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-	if (c < 0 || mount_setattr_(c, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC) != 0)
-		return -1;
-	if (move_onto(c, target) != 0)
-		return -1;
-	return c;
-}
-
-// place returns where rule r's mount goes: its own path, or, beneath an
-// ancestor's mount, the same place inside that mount, made first when
-// the ancestor is a hiding tmpfs.
-static int place(struct rule *r)
-{
-	if (r->anchor < 0)
-		return r->fd;
-	struct rule *a = &rules[r->anchor];
-	const char *rel = r->real + (a->len == 1 ? 1 : a->len + 1);
-	if (a->op != OP_HIDE) {
-		struct open_how_ how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS_ | RESOLVE_BENEATH_};
-		return (int)syscall(SYS_openat2, a->mnt, rel, &how, sizeof how);
-	}
-	// Make the path inside the empty tmpfs, component by component.
-	char buf[PATH_MAX];
-	snprintf(buf, sizeof buf, "%s", rel);
-	int dir = dup(a->mnt);
-	char *comp = buf;
-	for (;;) {
-		char *slash = strchr(comp, '/');
-		if (slash)
-			*slash = '\0';
-		if (slash || r->isdir) {
-			if (mkdirat(dir, comp, 0711) != 0 && errno != EEXIST)
-				return -1;
-		} else {
-			int f = openat(dir, comp, O_CREAT | O_WRONLY | O_CLOEXEC, 0);
-			if (f < 0)
-				return -1;
-			close(f);
-		}
-		int next = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		close(dir);
-		if (next < 0 || !slash)
-			return next;
-		dir = next;
-		comp = slash + 1;
-	}
-}
-
-// mount_rule makes rule r's mount.
-static int mount_rule(struct rule *r)
-{
-	int to = place(r);
-	if (to < 0)
-		return -1;
-	if (r->op == OP_HIDE) {
-		if (!r->isdir) {
-			r->mnt = hide_file(to);
-			return r->mnt < 0 ? -1 : 0;
-		}
-		r->mnt = new_tmpfs(r->children ? "0711" : "0");
-		return r->mnt < 0 ? -1 : move_onto(r->mnt, to);
-	}
-	r->mnt = (int)syscall(SYS_open_tree, r->fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-	if (r->mnt < 0)
-		return -1;
-	if (r->op == OP_RO && mount_setattr_(r->mnt, AT_RECURSIVE, MOUNT_ATTR_RDONLY) != 0)
-		return -1;
-	return move_onto(r->mnt, to);
-}
-
-// make_mounts makes the mounts in a mount namespace of their own, and
-// locks them in a user and mount namespace below it.
-static void make_mounts(int in_userns)
-{
-	char cwd[PATH_MAX];
-	if (getcwd(cwd, sizeof cwd) == NULL)
-		cwd[0] = '\0';
-	if (in_userns) {
-		if (unshare(CLONE_NEWNS) != 0)
-			unsupported("a mount namespace could not be made", errno);
-	} else {
-		unshare_user(CLONE_NEWNS);
-	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
-		unsupported("the mount namespace could not be made private", errno);
-	for (int i = 0; i < nrules; i++) {
-		struct rule *r = &rules[i];
-		if (r->real[0] && (r->op != OP_NONE || r->access != FS_NONE))
-			r->fd = open(r->real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	}
-	for (int i = 0; i < nrules; i++) {
-		struct rule *r = &rules[i];
-		if (r->op == OP_NONE || r->fd < 0)
-			continue;
-		if (mount_rule(r) != 0) {
-			char what[PATH_MAX + 64];
-			snprintf(what, sizeof what, "a mount could not be made on %s", r->real);
-			unsupported(what, errno);
-		}
-	}
-	for (int i = 0; i < nrules; i++) {
-		struct rule *r = &rules[i];
-		if (r->op == OP_HIDE && r->isdir && r->mnt >= 0 && mount_setattr_(r->mnt, 0, MOUNT_ATTR_RDONLY) != 0)
-			unsupported("a hiding mount could not be made read-only", errno);
-	}
-	// The lock: in a mount namespace owned by a user namespace below the
-	// one that made them, the mounts cannot be unmounted or uncovered.
-	unshare_user(CLONE_NEWNS);
-	// The working directory is looked up again, among the new mounts.
-	if (cwd[0] == '\0' || chdir(cwd) != 0)
-		if (chdir("/") != 0)
-			unsupported("the working directory could not be entered", errno);
-}
-
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
 #define COMPAT_ARCH AUDIT_ARCH_I386
@@ -510,19 +354,16 @@ static void no_tiocsti(void)
 		unsupported("the seccomp filter could not be installed", errno);
 }
 
-// add_rule lets the Landlock ruleset grant rights beneath path.
-static void add_rule(int ruleset, uint64_t handled, const char *path, int isdir, uint64_t rights)
+// add_rule lets the Landlock ruleset grant rights beneath path, which fd
+// holds: Landlock grants to the inode, the same in every mount of it.
+static void add_rule(int ruleset, uint64_t handled, const char *path, int fd, int isdir, uint64_t rights)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return; // gone meanwhile: nothing to grant
 	struct ll_path_beneath_attr pb = {.allowed_access = rights & handled & (isdir ? ~0ULL : FILE_RIGHTS), .parent_fd = fd};
 	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0) != 0) {
 		char what[PATH_MAX + 64];
 		snprintf(what, sizeof what, "a Landlock rule could not be added for %s", path);
 		unsupported(what, errno);
 	}
-	close(fd);
 }
 
 // restrict_self enforces the rules on this process and all it starts.
@@ -540,19 +381,22 @@ static void restrict_self(void)
 	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
 	if (rs < 0)
 		unsupported("the Landlock ruleset could not be made", errno);
-	if (fs_default == FS_READ)
-		add_rule(rs, handled, "/", 1, READ_RIGHTS);
+	if (fs_default == FS_READ) {
+		int root = open("/", O_PATH | O_CLOEXEC);
+		if (root < 0)
+			unsupported("the root directory could not be opened", errno);
+		add_rule(rs, handled, "/", root, 1, READ_RIGHTS);
+	}
 	for (int i = 0; i < nrules; i++) {
 		struct rule *r = &rules[i];
-		if (r->real[0] && r->access != FS_NONE)
-			add_rule(rs, handled, r->real, r->isdir, r->access == FS_WRITE ? WRITE_RIGHTS : READ_RIGHTS);
+		if (r->real && r->access != FS_NONE)
+			add_rule(rs, handled, r->real, r->found, r->isdir, r->access == FS_WRITE ? WRITE_RIGHTS : READ_RIGHTS);
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		unsupported("no_new_privs could not be set", errno);
 	no_tiocsti();
 	if (syscall(SYS_landlock_restrict_self, rs, 0) != 0)
 		unsupported("Landlock could not be enforced", errno);
-	close(rs);
 }
 
 void fs_apply(int in_userns)
@@ -560,15 +404,9 @@ void fs_apply(int in_userns)
 	confining = "filesystem confinement";
 	if (need_mounts)
 		make_mounts(in_userns);
+	// Every descriptor made here is close-on-exec: the exec closes them
+	// all, without a system call each.
 	restrict_self();
-	for (int i = 0; i < nrules; i++) {
-		if (rules[i].fd >= 0)
-			close(rules[i].fd);
-		if (rules[i].mnt >= 0)
-			close(rules[i].mnt);
-	}
-	if (hidden_file >= 0)
-		close(hidden_file);
 }
 
 void fs_check(void)

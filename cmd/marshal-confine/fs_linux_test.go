@@ -74,6 +74,8 @@ func fsAgent() int {
 	try("write_etc", write("/etc/marshal-confine-test"))
 	try("read_home", read(filepath.Join(p.Home, "notes.txt")))
 	try("read_ssh", read(filepath.Join(p.Home, ".ssh", "id_ed25519")))
+	try("read_granted_in_hidden", read(filepath.Join(p.Home, ".ssh", "known_hosts")))
+	try("write_granted_in_hidden", write(filepath.Join(p.Home, ".ssh", "known_hosts")))
 	try("list_ssh", func() error { _, err := os.ReadDir(filepath.Join(p.Home, ".ssh")); return err }())
 	try("read_aws", read(filepath.Join(p.Home, ".aws", "credentials")))
 	try("read_secret_file", read(filepath.Join(p.Home, ".netrc")))
@@ -141,6 +143,7 @@ func newFSFixture(t *testing.T, f fixture) fsFixture {
 	for path, data := range map[string]string{
 		"home/notes.txt":            "notes",
 		"home/.ssh/id_ed25519":      "PRIVATE KEY",
+		"home/.ssh/known_hosts":     "example.com ssh-ed25519 AAAA",
 		"home/.aws/credentials":     "aws_secret_access_key = x",
 		"home/.netrc":               "machine github.com password x",
 		"home/src/app/src/main.go":  "package main",
@@ -197,6 +200,8 @@ func (x fsFixture) rules() []string {
 		"write:" + x.ws, "write:" + x.tmp, "write:/dev/null", "write:/dev/tty",
 		"none:" + x.home + "/.ssh", "none:" + x.home + "/.aws", "none:" + x.home + "/.netrc",
 		"read:" + x.ws + "/.git/hooks", "read:" + x.ws + "/.git/config",
+		// Granted beneath a hidden directory: bound back into it.
+		"read:" + x.home + "/.ssh/known_hosts",
 	} {
 		args = append(args, "--fs", r)
 	}
@@ -275,12 +280,12 @@ func TestConfinementHolds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, ok := range []string{"write_workspace_root", "write_workspace_deep", "write_tmp", "read_home", "git_commit"} {
+				for _, ok := range []string{"write_workspace_root", "write_workspace_deep", "write_tmp", "read_home", "git_commit", "read_granted_in_hidden"} {
 					if res[ok] != "" {
 						t.Errorf("%s: %s, want it to succeed", ok, res[ok])
 					}
 				}
-				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file",
+				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file", "write_granted_in_hidden",
 					"grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_abstract",
 					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
 					if res[refused] == "" {

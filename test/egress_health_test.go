@@ -5,7 +5,6 @@ package test
 import (
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -94,11 +93,10 @@ func newNetworkNamespace(t *testing.T) *networkNamespace {
 	ns := &networkNamespace{calls: make(chan func())}
 	made := make(chan error)
 	done := make(chan struct{})
-	go func() {
+	testutil.GoOffMainThread(func() {
 		defer close(done)
 		// Never unlocked: the thread, in the namespace, ends with this
 		// goroutine.
-		runtime.LockOSThread()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			made <- err
 			return
@@ -107,7 +105,7 @@ func newNetworkNamespace(t *testing.T) *networkNamespace {
 		for f := range ns.calls {
 			f()
 		}
-	}()
+	})
 	if err := <-made; err != nil {
 		t.Skipf("cannot make a network namespace: %v", err)
 	}

@@ -100,13 +100,12 @@ func (n *NetNamespace) RemoveAddress(t testing.TB, name string, prefix netip.Pre
 	})
 }
 
-// onThread runs fn on a locked thread of its own; a thread fn left in
-// another namespace is not unlocked, so the runtime ends it with the
-// goroutine instead of reusing it.
+// onThread runs fn on a locked thread of its own, never the main one; a
+// thread fn left in another namespace is not unlocked, so the runtime
+// ends it with the goroutine instead of reusing it.
 func onThread(fn func() error) error {
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	GoOffMainThread(func() {
 		orig, err := netns.Get()
 		if err != nil {
 			errc <- err
@@ -120,7 +119,7 @@ func onThread(fn func() error) error {
 		}
 		runtime.UnlockOSThread()
 		errc <- err
-	}()
+	})
 	return <-errc
 }
 

@@ -28,8 +28,11 @@ type Launches interface {
 	// when it is, the launch's attempt has been reconciled with that
 	// evidence. sc.Path is empty when the scope is gone; emptiedAt is
 	// then when it was last seen empty (zero: never). A launch in
-	// progress or still running is not over (false, nil).
-	Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error)
+	// progress or still running is not over (false, 0, nil). A launch
+	// whose scope is gone unseen is not over yet either: retry says when
+	// to ask again, if the scope's report from the observer has not
+	// come before.
+	Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (over bool, retry time.Duration, err error)
 	// Ended says how the launch of id ended, once Settle found it over,
 	// and false before.
 	Ended(id string) (LaunchEnd, bool)
@@ -131,8 +134,8 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			// the store may not have seen it yet.
 			id, _ := scope.ParseScopeName(req.Key.Name)
 			gone := cgroup.Scope{Name: req.Key.Name, Profile: id.Profile, ID: id.ID}
-			if done, err := r.endLaunch(ctx, gone, info); err != nil || !done {
-				return reconcile.Result{}, err
+			if done, retry, err := r.endLaunch(ctx, gone, info); err != nil || !done {
+				return reconcile.Result{RequeueAfter: retry}, err
 			}
 		}
 		r.mu.Lock()
@@ -182,8 +185,8 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	if launched {
-		_, err := r.endLaunch(ctx, sc, info)
-		return reconcile.Result{}, err
+		_, retry, err := r.endLaunch(ctx, sc, info)
+		return reconcile.Result{RequeueAfter: retry}, err
 	}
 	if wait := r.grace - now.Sub(memo.since); !memo.wasPopulated && !memo.emptyAtStart && wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -203,27 +206,27 @@ func (r *agentReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 // over, its attempt reconciled first, and then forgets the launch and
 // says on its workspace how the agent ended. It reports whether it did; a
 // launch not over is left for its scope's populated event or its
-// process's exit to bring back.
-func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope, info LaunchInfo) (bool, error) {
-	over, err := r.launches.Settle(ctx, sc, r.emptiedAt(sc.Name))
+// process's exit to bring back, or, when Settle says so, for retry.
+func (r *agentReconciler) endLaunch(ctx context.Context, sc cgroup.Scope, info LaunchInfo) (bool, time.Duration, error) {
+	over, retry, err := r.launches.Settle(ctx, sc, r.emptiedAt(sc.Name))
 	if err != nil || !over {
-		return false, err
+		return false, retry, err
 	}
 	// Read before Forget, said after it: once, as the launch is gone then.
 	end, ended := r.launches.Ended(sc.ID)
 	if err := r.backend.RemoveScope(ctx, sc); err != nil {
 		if errors.Is(err, cgroup.ErrBusy) || ctx.Err() != nil {
-			return false, ctx.Err()
+			return false, 0, ctx.Err()
 		}
-		return false, fmt.Errorf("agent %s: %w", sc.Name, err)
+		return false, 0, fmt.Errorf("agent %s: %w", sc.Name, err)
 	}
 	if err := r.launches.Forget(ctx, sc.ID); err != nil {
-		return false, fmt.Errorf("agent %s: %w", sc.Name, err)
+		return false, 0, fmt.Errorf("agent %s: %w", sc.Name, err)
 	}
 	if ended {
 		r.recordEnd(sc, info, end)
 	}
-	return true, nil
+	return true, 0, nil
 }
 
 // recordEnd says on the agent's workspace how its launch ended.

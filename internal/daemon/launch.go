@@ -72,7 +72,7 @@ func (v *launchesView) Ended(id string) (controllers.LaunchEnd, bool) {
 	return controllers.LaunchEnd{How: e.String(), Failed: e.Failed(), OOMKilled: e.OOMKills > 0}, ok
 }
 
-func (v *launchesView) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
+func (v *launchesView) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, time.Duration, error) {
 	return v.l.Settle(ctx, sc, emptiedAt)
 }
 

@@ -151,7 +151,27 @@ func (l *Launcher) Launched(id scope.Identity) (Info, bool) {
 // the scope, when the scope is still there to tell. A launch still in
 // progress, or still running, is not over: false, nil. A scope no launch
 // recorded is over.
-func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (bool, error) {
+//
+// A charged launch whose scope is gone with nothing to say it was seen
+// empty is not judged at once: the tree observer's report of the scope
+// may be on its way (systemd removes a scope as soon as it is empty, and
+// tells of it after), and the attempt would stay charged until a reboot
+// if it were judged lost first. retry says when to ask again, if that
+// report has not brought the caller back before; after
+// awaitReportFor, the attempt is reconciled on the scope lost.
+func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time) (over bool, retry time.Duration, err error) {
+	return l.settle(ctx, sc, emptiedAt, true)
+}
+
+// awaitReportFor is how long Settle waits for the tree observer's report
+// of a charged launch's scope found gone: well beyond the manager's and
+// the observer's latency on a busy host, and short enough that a scope
+// truly lost gives back its launch's slot soon.
+const awaitReportFor = 5 * time.Second
+
+// settle is Settle; await false judges a scope gone at once, for an owner
+// who asks for an observation now.
+func (l *Launcher) settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.Time, await bool) (bool, time.Duration, error) {
 	l.mu.Lock()
 	st := l.launches[sc.ID]
 	var (
@@ -168,10 +188,10 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 	}
 	l.mu.Unlock()
 	if st == nil {
-		return true, nil
+		return true, 0, nil
 	}
 	if launching || proc != nil && !proc.Exited() {
-		return false, nil
+		return false, 0, nil
 	}
 	ev := admission.ScopeEvidence{Name: rec.Scope(), ObservedAt: l.clock.Now(), ProcessExited: true}
 	if path != "" {
@@ -179,37 +199,54 @@ func (l *Launcher) Settle(ctx context.Context, sc cgroup.Scope, emptiedAt time.T
 		switch {
 		case errors.Is(err, cgroup.ErrNotFound):
 		case err != nil:
-			return false, fmt.Errorf("launch %s: %w", rec.ID, err)
+			return false, 0, fmt.Errorf("launch %s: %w", rec.ID, err)
 		default:
 			ev.Exists, ev.Populated = true, events.Populated
 		}
 	}
 	if ev.Populated {
-		return false, nil
+		return false, 0, nil
 	}
 	if !ev.Exists && !emptiedAt.IsZero() && ev.ObservedAt.Sub(emptiedAt) <= admission.MaxEvidenceAge {
 		ev.Exists, ev.ObservedAt = true, emptiedAt
+	}
+	if !ev.Exists && rec.Attempt != "" && await {
+		if retry := l.awaitReport(st, ev.ObservedAt); retry > 0 {
+			return false, retry, nil
+		}
 	}
 	exit := l.exitOf(ctx, rec, proc, path)
 	l.mu.Lock()
 	st.exit = &exit
 	l.mu.Unlock()
 	if rec.Attempt == "" {
-		return true, nil
+		return true, 0, nil
 	}
 	ev.OOMKilled = exit.OOMKills > 0
 	r, err := l.auth.Reconcile(ctx, rec.Attempt, ev)
 	switch {
 	case errors.Is(err, admission.ErrNotFound):
-		return true, nil
+		return true, 0, nil
 	case err != nil:
-		return false, fmt.Errorf("launch %s: reconciling its attempt: %w", rec.ID, err)
+		return false, 0, fmt.Errorf("launch %s: reconciling its attempt: %w", rec.ID, err)
 	case r.Phase.Charged():
 		// Only a reboot settles it now (a bound scope that vanished);
 		// the scope can go.
 		l.log.Warn("attempt still charged after its scope ended", "attempt", rec.Attempt, "phase", r.Phase, "scope_lost", r.ScopeLost)
 	}
-	return true, nil
+	return true, 0, nil
+}
+
+// awaitReport notes when st's scope was first found gone without
+// evidence, and returns how much longer to wait for the observer's
+// report of it; zero once awaitReportFor has passed.
+func (l *Launcher) awaitReport(st *launchState, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.goneAt.IsZero() {
+		st.goneAt = now
+	}
+	return max(0, awaitReportFor-now.Sub(st.goneAt))
 }
 
 // exitOf reads how the launch of rec ended: its process's wait status,

@@ -89,7 +89,7 @@ func TestEndedKeepsTheCallersEnd(t *testing.T) {
 	var serr error
 	testutil.Eventually(t, h.changed, func() bool {
 		var over bool
-		over, serr = h.l.Settle(t.Context(), sc, time.Time{})
+		over, _, serr = h.l.Settle(t.Context(), sc, time.Time{})
 		return over || serr != nil
 	}, "the launch to be over")
 	if serr != nil {

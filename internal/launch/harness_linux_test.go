@@ -482,7 +482,7 @@ func (h *harness) settle(plan Plan) {
 	var err error
 	testutil.Eventually(h.t, h.changed, func() bool {
 		var over bool
-		over, err = h.l.Settle(h.t.Context(), sc, time.Time{})
+		over, _, err = h.l.Settle(h.t.Context(), sc, time.Time{})
 		return over || err != nil
 	}, "the launch to be over")
 	if err != nil {

@@ -206,7 +206,7 @@ func (l *Launcher) Observe(ctx context.Context, id string) error {
 	if st == nil {
 		return fmt.Errorf("launch %s: %w", id, ErrUnknownLaunch)
 	}
-	over, err := l.Settle(ctx, sc, time.Time{})
+	over, _, err := l.settle(ctx, sc, time.Time{}, false)
 	if over {
 		l.notify(sc.Name)
 	}

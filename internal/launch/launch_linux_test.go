@@ -75,7 +75,7 @@ func TestLaunchPutsTheCallerInItsScope(t *testing.T) {
 		}
 
 		// Running: not over.
-		over, err := h.l.Settle(t.Context(), cgroup.Scope{Name: plan.Scope, ID: plan.ID}, time.Time{})
+		over, _, err := h.l.Settle(t.Context(), cgroup.Scope{Name: plan.Scope, ID: plan.ID}, time.Time{})
 		if err != nil || over {
 			t.Fatalf("Settle while running = %v, %v; want not over", over, err)
 		}
@@ -298,7 +298,7 @@ func TestSlotAndAttemptAreReleasedSeparately(t *testing.T) {
 	c.exit(t)
 	sc := cgroup.Scope{Name: plan.Scope, ID: plan.ID, Profile: "coder"}
 	testutil.Eventually(t, h.changed, func() bool {
-		over, err := h.l.Settle(t.Context(), sc, time.Time{})
+		over, _, err := h.l.Settle(t.Context(), sc, time.Time{})
 		return over && err == nil
 	}, "the launch to be over")
 	if r := h.lookup(plan.Attempt); r.Phase != admission.PhaseReleased {

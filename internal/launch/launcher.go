@@ -200,6 +200,9 @@ type launchState struct {
 	killed bool
 	// exit is how the launch ended, once Settle found it over.
 	exit *Exit
+	// goneAt is when Settle first found the scope gone with nothing to
+	// say it was seen empty.
+	goneAt time.Time
 	// netns is the network namespace of a launch under netns isolation,
 	// once known; netnsFile holds it open.
 	netns     identity.NetNS

@@ -672,3 +672,55 @@ func pidMax(t testing.TB) int {
 	}
 	return n
 }
+
+// A scope that ran and ended before the watch saw it run (its stop the
+// first signal the watch reads of it) is reported created, empty and
+// removed, so that what waits on its end (a launch's settling) hears of
+// it; one the manager says stopped while its group holds processes is
+// not.
+func TestWatchReportsAScopeThatEndedUnseen(t *testing.T) {
+	m := requireManager(t)
+	b := newBackend(t, Bus{Address: "unix:path=" + m.PrivateSocket, Direct: true}, Options{})
+	ctx := t.Context()
+	if b.v2("") == "" {
+		t.Skip("no cgroup2 mount: the watch goes by the unit state alone")
+	}
+	c := startChild(t, "read line")
+	s, _, err := b.CreateScope(ctx, "brief", scope.NewID(), c.PID(), cgroup.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := startChild(t, "read line")
+	running, _, err := b.CreateScope(ctx, "brief", scope.NewID(), live.PID(), cgroup.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Say(t, "done")
+	if err := c.Wait(t); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	// Empty, or removed by the manager already: either way ended.
+	if _, err := cgroup.WaitEvents(ctx, b.v2(s.Path), func(ev cgroup.GroupEvents) bool { return !ev.Populated }); err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+		t.Fatalf("waiting for %s to end: %v", s.Name, err)
+	}
+
+	l := &eventLog{wake: make(chan struct{}, 1)}
+	w := &watcher{b: b, fn: l.add, known: map[string]*cgroup.Scope{}}
+	for _, sc := range []cgroup.Scope{s, running} {
+		id, _ := scope.ParseScopeName(sc.Name)
+		w.changed(ctx, id, "inactive")
+	}
+	want := []cgroup.EventType{cgroup.ScopeCreated, cgroup.ScopeRemoved}
+	if got := l.types(s.Name); !slices.Equal(got, want) {
+		t.Fatalf("Watch reported %v for the scope that ended unseen, want %v", got, want)
+	}
+	for _, ev := range l.of(s.Name) {
+		if ev.Scope.Path != s.Path || ev.Scope.Populated || ev.Scope.ID != s.ID {
+			t.Errorf("%v event for scope %+v, want %s at %s, empty", ev.Type, ev.Scope, s.Name, s.Path)
+		}
+	}
+	if got := l.types(running.Name); len(got) != 0 {
+		t.Errorf("Watch reported %v for a scope said stopped that holds a process, want nothing", got)
+	}
+	live.Say(t, "done")
+}

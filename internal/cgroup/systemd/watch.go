@@ -36,9 +36,10 @@ const signalBuffer = 1024
 // ScopeEmptied, ScopeRemoved (populated and emptied possibly repeated): a
 // scope is reported created once the manager says it runs, and emptied
 // before removed when it was last seen populated. A scope that starts and
-// ends between two signals the manager coalesced may be reported by no
-// event; the unit stubs systemd loads when a client asks after a unit that
-// does not exist never run, and are not reported.
+// ends between two signals the manager coalesced is reported created,
+// empty, and removed when the manager says it stopped; the unit stubs
+// systemd loads when a client asks after a unit that does not exist never
+// run, and are not reported.
 func (b *Backend) Watch(ctx context.Context, fn func(cgroup.Event)) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -174,6 +175,7 @@ func (w *watcher) changed(ctx context.Context, id scope.Identity, state string) 
 	s, seen := w.known[id.Scope]
 	if !seen {
 		if !running {
+			w.endedUnseen(id)
 			return
 		}
 		// The unit is loaded now, so asking for its cgroup loads nothing.
@@ -208,6 +210,20 @@ func (w *watcher) changed(ctx context.Context, id scope.Identity, state string) 
 	} else {
 		w.fn(cgroup.Event{Type: cgroup.ScopeEmptied, Scope: *s})
 	}
+}
+
+// endedUnseen reports a scope the manager says stopped before the watch
+// saw it run (it started and ended between two signals the manager
+// coalesced): created, empty, and removed at once, when its group is gone
+// or empty, so that what waits on its end (a launch's settling) hears
+// of it. A unit stub, which never runs, gets no change of ActiveState.
+func (w *watcher) endedUnseen(id scope.Identity) {
+	s := cgroup.Scope{Name: id.Scope, Profile: id.Profile, ID: id.ID, Path: w.b.scopeRel(id)}
+	if pop, _ := w.b.scopeState(s.Path, false); pop {
+		return
+	}
+	w.fn(cgroup.Event{Type: cgroup.ScopeCreated, Scope: s})
+	w.fn(cgroup.Event{Type: cgroup.ScopeRemoved, Scope: s})
 }
 
 // removed handles the unloading of unit name.

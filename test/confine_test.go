@@ -156,3 +156,69 @@ func TestConfinementRefusedWhereTheHostCannot(t *testing.T) {
 		t.Errorf("the profile without filesystem: %+v", r)
 	}
 }
+
+// An edit of the rules applies to the launches after it, and never to an
+// agent already running: it keeps the rules it started with, for itself
+// and for the children it starts after the edit, whether the edit
+// widens them (none to read) or narrows them again.
+func TestConfinementEditLeavesRunningAgentsTheirRules(t *testing.T) {
+	e := newConfineEnv(t)
+	profiles := e.watch("profiles")
+	edit := func(access string, generation float64) {
+		t.Helper()
+		e.write("all.yaml", fmt.Sprintf(confineManifests, e.root, access))
+		profiles.until(t, "confined", fmt.Sprintf("observed generation %v", generation), func(o map[string]any) bool {
+			return field(o, "status", "observedGeneration") == generation
+		})
+	}
+	// Each agent reads the secret, says it started (the workspace is
+	// where it may write), waits for its stdin to close, then reads it
+	// again, itself and through a child started only then.
+	blocking := func(name string) *agent {
+		t.Helper()
+		key := e.root + "/secret/key"
+		a := e.startRun("-w", "ws", "--", "sh", "-c", strings.Join([]string{
+			"cat " + key + " 2>/dev/null || echo hidden-at-start",
+			"touch " + e.root + "/started-" + name,
+			"read _",
+			"cat " + key + " 2>/dev/null || echo hidden-after-edit",
+			"sh -c 'cat " + key + " 2>/dev/null || echo hidden-to-child'",
+		}, "; "))
+		waitFiles(t, e.root, "started-"+name, 1)
+		return a
+	}
+	finish := func(a *agent) string {
+		t.Helper()
+		a.stdin.Close()
+		if code := a.wait(t); code != 0 {
+			out, errs := a.output()
+			t.Fatalf("agent: exit %d\n%s%s", code, out, errs)
+		}
+		out, _ := a.output()
+		return out
+	}
+
+	hidden := blocking("hidden")
+	edit("read", 2)
+	readable := blocking("readable")
+	if r := e.runNow("-w", "ws", "--", "cat", e.root+"/secret/key"); r.code != 0 || r.stdout != "KEY\n" {
+		t.Errorf("the launch after widening: %+v, want the secret read", r)
+	}
+	edit("none", 3)
+	if r := e.runNow("-w", "ws", "--", "sh", "-c", e.probe()); r.code != 0 {
+		t.Errorf("the launch after narrowing: %+v", r)
+	} else {
+		wants(t, r.stdout, "secret-hidden")
+	}
+
+	out := finish(hidden)
+	wants(t, out, "hidden-at-start", "hidden-after-edit", "hidden-to-child")
+	if strings.Contains(out, "KEY") {
+		t.Errorf("the agent started under none read the secret after the edit to read:\n%s", out)
+	}
+	out = finish(readable)
+	if out != "KEY\nKEY\nKEY\n" {
+		t.Errorf("the agent started under read said:\n%s\nwant the secret read at start, after narrowing, and by its child", out)
+	}
+	e.waitSettled(t)
+}

@@ -74,6 +74,134 @@ func TestEgressFunctionsStaySmall(t *testing.T) {
 	functionsStaySmall(t, "internal/egress", 80)
 }
 
+// Every request of the proxy takes one path, whichever its protocol:
+// each front-end (SOCKS5, an HTTP connection's first request, a request
+// the HTTP server read) parses its protocol and hands the request to
+// handle, which alone decides, dials and audits it; its record is
+// written where it begins (newRecord), in handle, and where it ends
+// (finish), nowhere else.
+func TestEgressRequestsTakeOnePath(t *testing.T) {
+	funcs := egressFuncs(t)
+	for _, front := range []string{"serveSOCKS", "serveFirst", "serveHTTP"} {
+		fn, ok := funcs[front]
+		if !ok {
+			t.Errorf("internal/egress has no front-end %s", front)
+			continue
+		}
+		if !calls(fn, "handle") {
+			t.Errorf("front-end %s does not hand its request to handle", front)
+		}
+	}
+	writers := map[string]bool{"newRecord": true, "handle": true, "finish": true}
+	for name, fn := range funcs {
+		for _, step := range []string{"decide", "dial", "newRecord", "finish"} {
+			if name != "handle" && calls(fn, step) {
+				t.Errorf("%s calls %s, which only handle may", name, step)
+			}
+		}
+		if !writers[name] {
+			for _, field := range recordWrites(fn) {
+				t.Errorf("%s writes the record's %s, which only newRecord, handle and finish may", name, field)
+			}
+		}
+	}
+}
+
+// egressFuncs returns the functions and methods of internal/egress's
+// non-test files by name.
+func egressFuncs(t *testing.T) map[string]*ast.FuncDecl {
+	t.Helper()
+	funcs := map[string]*ast.FuncDecl{}
+	fset := token.NewFileSet()
+	for _, f := range sources(t, "internal/egress") {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Body != nil {
+				funcs[fn.Name.Name] = fn
+			}
+		}
+	}
+	return funcs
+}
+
+// calls reports whether fn calls a function or method named name.
+func calls(fn *ast.FuncDecl, name string) bool {
+	found := false
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return !found
+		}
+		switch f := call.Fun.(type) {
+		case *ast.Ident:
+			found = found || f.Name == name
+		case *ast.SelectorExpr:
+			found = found || f.Sel.Name == name
+		}
+		return !found
+	})
+	return found
+}
+
+// recordWrites returns the fields fn assigns through a variable that
+// holds a *Record: a parameter of that type, or one made by &Record{} or
+// newRecord.
+func recordWrites(fn *ast.FuncDecl) []string {
+	recs := map[string]bool{}
+	for _, field := range fn.Type.Params.List {
+		if star, ok := field.Type.(*ast.StarExpr); ok {
+			if id, ok := star.X.(*ast.Ident); ok && id.Name == "Record" {
+				for _, n := range field.Names {
+					recs[n.Name] = true
+				}
+			}
+		}
+	}
+	var writes []string
+	ast.Inspect(fn.Body, func(n ast.Node) bool {
+		as, ok := n.(*ast.AssignStmt)
+		if !ok {
+			return true
+		}
+		for i, rhs := range as.Rhs {
+			if i < len(as.Lhs) && makesRecord(rhs) {
+				if id, ok := as.Lhs[i].(*ast.Ident); ok {
+					recs[id.Name] = true
+				}
+			}
+		}
+		for _, lhs := range as.Lhs {
+			if sel, ok := lhs.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && recs[id.Name] {
+					writes = append(writes, sel.Sel.Name)
+				}
+			}
+		}
+		return true
+	})
+	return writes
+}
+
+// makesRecord reports whether e is &Record{…} or a call of newRecord.
+func makesRecord(e ast.Expr) bool {
+	switch e := e.(type) {
+	case *ast.UnaryExpr:
+		lit, ok := e.X.(*ast.CompositeLit)
+		if !ok {
+			return false
+		}
+		id, ok := lit.Type.(*ast.Ident)
+		return ok && id.Name == "Record"
+	case *ast.CallExpr:
+		sel, ok := e.Fun.(*ast.SelectorExpr)
+		return ok && sel.Sel.Name == "newRecord"
+	}
+	return false
+}
+
 // filesStaySmall fails for every non-test file of the package in dir
 // over most lines.
 func filesStaySmall(t *testing.T, dir string, most int) {

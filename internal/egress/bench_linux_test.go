@@ -196,12 +196,11 @@ func BenchmarkDecision(b *testing.B) {
 			}
 			var lat latencies
 			for b.Loop() {
-				rec := &Record{}
 				start := time.Now()
-				addrs := p.decide(context.Background(), c, t, rec)
+				v, addrs := p.decide(context.Background(), c.who, t)
 				lat = append(lat, time.Since(start))
-				if rec.Verdict != VerdictAllow || len(addrs) == 0 {
-					b.Fatalf("decided %+v", rec)
+				if v.verdict != VerdictAllow || len(addrs) == 0 {
+					b.Fatalf("decided %+v", v)
 				}
 			}
 			lat.report(b, "decide")

@@ -8,9 +8,9 @@ import (
 	"os"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/marshal-dev/marshal/internal/egress/policy"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // target is a destination as a request names it.
@@ -42,97 +42,101 @@ func (t target) hostPort() string {
 	return net.JoinHostPort(t.host, strconv.Itoa(int(t.port)))
 }
 
-// decide decides t for c's peer: it fills rec's verdict, and returns the
-// addresses it may dial, in the resolver's order, when allowed.
-func (p *Proxy) decide(ctx context.Context, c *conn, t target, rec *Record) []netip.Addr {
-	start := time.Now()
-	defer func() { p.observe(rec, time.Since(start)) }()
+// verdict is what decided a request, or why it could not be: the fields
+// of its record that say so, which handle writes there.
+type verdict struct {
+	verdict, reason, err string
+	rule                 *int
+	// address is the address decided, or the first one refused.
+	address string
+}
+
+// decided is the verdict of a policy's decision d on address a.
+func decided(d policy.Decision, a netip.AddrPort) verdict {
+	v := verdict{verdict: VerdictDeny, reason: string(d.Reason)}
+	if d.Allow {
+		v.verdict = VerdictAllow
+	}
+	if d.Rule >= 0 {
+		rule := d.Rule
+		v.rule = &rule
+	}
+	if a.IsValid() {
+		v.address = a.String()
+	}
+	return v
+}
+
+// decide decides t for a peer who is who: its verdict, and the addresses
+// it may dial, in the resolver's order, when allowed.
+func (p *Proxy) decide(ctx context.Context, who peer.Who, t target) (verdict, []netip.Addr) {
 	var (
 		pol    *policy.Policy
 		reason string
 	)
-	if c.who.Scoped() {
-		pol, reason = p.policies.forProfile(c.who.Profile)
+	if who.Scoped() {
+		pol, reason = p.policies.forProfile(who.Profile)
 	} else {
 		pol, reason = p.policies.forUnscoped()
 	}
 	if pol == nil {
-		rec.Verdict, rec.Reason = VerdictDeny, reason
-		return nil
+		return verdict{verdict: VerdictDeny, reason: reason}, nil
 	}
 	if t.name == "" {
 		d := pol.DecideWith("", t.addr, t.port, p.opts.HostAddresses)
-		rec.Address = netip.AddrPortFrom(t.addr, t.port).String()
-		setDecision(rec, d)
 		if !d.Allow {
-			return nil
+			return decided(d, netip.AddrPortFrom(t.addr, t.port)), nil
 		}
-		return []netip.Addr{t.addr}
+		return decided(d, netip.AddrPortFrom(t.addr, t.port)), []netip.Addr{t.addr}
 	}
 	if d, final := pol.Prejudge(t.name, t.port); final {
-		setDecision(rec, d)
-		return nil
+		return decided(d, netip.AddrPort{}), nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.opts.ResolveTimeout)
 	addrs, err := p.opts.Resolver.LookupNetIP(rctx, "ip", t.name)
 	cancel()
 	if err != nil {
-		rec.Verdict, rec.Error = VerdictError, ErrorDNS
-		return nil
+		return verdict{verdict: VerdictError, err: ErrorDNS}, nil
 	}
-	var allowed []netip.Addr
-	var first *policy.Decision
+	return p.decideAddresses(pol, t, addrs)
+}
+
+// decideAddresses decides each address t's name resolved to: allowed
+// when any is, with the first allowed one's verdict; else the first
+// refusal's.
+func (p *Proxy) decideAddresses(pol *policy.Policy, t target, addrs []netip.Addr) (verdict, []netip.Addr) {
+	var (
+		allowed []netip.Addr
+		v       verdict
+		refused *verdict
+	)
 	for _, a := range addrs {
 		a = a.Unmap()
 		d := pol.DecideWith(t.name, a, t.port, p.opts.HostAddresses)
+		switch {
+		case d.Allow && allowed == nil:
+			v = decided(d, netip.AddrPortFrom(a, t.port))
+		case !d.Allow && refused == nil:
+			r := decided(d, netip.AddrPortFrom(a, t.port))
+			refused = &r
+		}
 		if d.Allow {
-			if allowed == nil {
-				rec.Address = netip.AddrPortFrom(a, t.port).String()
-				setDecision(rec, d)
-			}
 			allowed = append(allowed, a)
-		} else if first == nil {
-			first = &d
-			if allowed == nil {
-				rec.Address = netip.AddrPortFrom(a, t.port).String()
-			}
 		}
 	}
 	switch {
 	case allowed != nil:
-	case first != nil:
-		setDecision(rec, *first)
-	default:
-		rec.Verdict, rec.Error = VerdictError, ErrorNoAddress
+		return v, allowed
+	case refused != nil:
+		return *refused, nil
 	}
-	return allowed
-}
-
-func setDecision(rec *Record, d policy.Decision) {
-	rec.Verdict, rec.Reason = VerdictDeny, string(d.Reason)
-	if d.Allow {
-		rec.Verdict = VerdictAllow
-	}
-	rec.Rule = nil
-	if d.Rule >= 0 {
-		rule := d.Rule
-		rec.Rule = &rule
-	}
-}
-
-// open decides t for c's peer and, when allowed, dials it; it returns
-// nil when the connection is refused or failed, as rec says.
-func (p *Proxy) open(ctx context.Context, c *conn, t target, rec *Record) net.Conn {
-	addrs := p.decide(ctx, c, t, rec)
-	if rec.Verdict != VerdictAllow {
-		return nil
-	}
-	return p.dial(ctx, addrs, t, rec)
+	return verdict{verdict: VerdictError, err: ErrorNoAddress}, nil
 }
 
 // dial connects to the first of addrs that answers, on t's port, within
-// the dial timeout. It fills rec's address, and its error on failure.
-func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, t target, rec *Record) net.Conn {
+// the dial timeout: the connection and its address, or the name of the
+// error (dialError) when none answered.
+func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, t target) (net.Conn, netip.AddrPort, string) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.DialTimeout)
 	defer cancel()
 	var err error
@@ -141,15 +145,13 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, t target, rec *Rec
 		var nc net.Conn
 		nc, err = p.opts.Dialer.DialContext(ctx, "tcp", ap.String())
 		if err == nil {
-			rec.Address = ap.String()
-			return nc
+			return nc, ap, ""
 		}
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	rec.Error = dialError(err)
-	return nil
+	return nil, netip.AddrPort{}, dialError(err)
 }
 
 // dialError names why a dial failed.

@@ -11,6 +11,12 @@
 // every address the name resolved to, and dials an address it allowed,
 // so no later lookup can move the connection elsewhere.
 //
+// Every request takes one path, whichever its protocol: the protocol's
+// front-end (SOCKS5, an HTTP connection's first request, a request the
+// HTTP server read) parses it into one request, and handle begins its
+// record, decides it, dials it, has the front-end refuse or carry it,
+// and audits it.
+//
 // # Who is talking
 //
 // Nothing is registered and nothing is kept that a restart could lose:

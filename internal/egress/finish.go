@@ -10,13 +10,16 @@ import (
 	"github.com/marshal-dev/marshal/internal/peer"
 )
 
-// newRecord starts the record of a request on c.
-func (p *Proxy) newRecord(c *conn, protocol string) *Record {
+// newRecord begins the record of req, a request on c: who asked, and
+// where to as far as the request says.
+func (p *Proxy) newRecord(c *conn, req request) *Record {
 	rec := &Record{
 		Time:      p.opts.Clock.Now().UTC(),
 		Transport: c.peer.Transport,
-		Protocol:  protocol,
+		Protocol:  req.protocol,
 		PID:       c.peer.PID,
+		Host:      req.host,
+		Port:      req.port,
 	}
 	if c.who.Scoped() {
 		rec.Scope, rec.Profile, rec.Workspace, rec.Attempt = c.who.Scope, c.who.Profile, c.who.Workspace, c.who.Attempt
@@ -33,8 +36,8 @@ func (p *Proxy) observe(rec *Record, d time.Duration) {
 	}
 }
 
-// finish completes rec once its connection is over: who the peer process
-// was, how long it lasted; then audits it and reports a denial.
+// finish closes rec once its request is over: who the peer process was,
+// how long it lasted; then audits it and reports a denial.
 func (p *Proxy) finish(c *conn, rec *Record) {
 	if rec.Verdict == "" {
 		rec.Verdict = VerdictError

@@ -6,80 +6,156 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
-// connKey and upstreamKey are context keys: the connection a request
-// came on, and the upstream connection a forwarded request goes out on.
-type (
-	connKey     struct{}
-	upstreamKey struct{}
-)
-
-func (p *Proxy) newHTTPServer() *http.Server {
-	return &http.Server{
-		Handler:           http.HandlerFunc(p.serveHTTP),
-		ReadHeaderTimeout: p.opts.HandshakeTimeout,
-		IdleTimeout:       p.opts.KeepAlive,
-		MaxHeaderBytes:    p.opts.MaxHeaderBytes,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, c)
-		},
-		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+// serveFirst is the HTTP front-end of a connection: it reads its first
+// request. A CONNECT, the common case, is handed to handle on the
+// connection itself, without a hand-over to net/http; any other request
+// goes to the HTTP server with every byte read so far given back, to be
+// read again, and that server hands each request to serveHTTP. full says
+// the peer's share of connections is taken: the request is read and
+// refused.
+func (p *Proxy) serveFirst(ctx context.Context, c *conn, full bool) {
+	head := &recording{r: c}
+	br := bufio.NewReaderSize(io.LimitReader(head, int64(p.opts.MaxHeaderBytes)+1), 4096)
+	r, err := http.ReadRequest(br)
+	if err != nil {
+		var ne net.Error
+		switch {
+		case head.n > p.opts.MaxHeaderBytes:
+			writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, "the request head is too large", nil)
+		case errors.As(err, &ne) && ne.Timeout(), head.n <= 1 && errors.Is(err, io.EOF):
+			// Silence, or a peer that left: nothing to answer.
+		default:
+			writeStatus(c, http.StatusBadRequest, "malformed request", nil)
+		}
+		c.Close()
+		return
 	}
+	if !full && r.Method != http.MethodConnect {
+		c.peeked = head.b
+		c.SetReadDeadline(time.Time{})
+		if !p.web.hand(c) {
+			c.Close()
+		}
+		return
+	}
+	req, err := httpRequest(r, full)
+	f := &httpFront{p: p, c: c, br: br, t: req.target}
+	if !full {
+		f.badTarget = err
+	}
+	p.handle(ctx, c, req, f)
 }
 
-// newReverseProxy forwards plain HTTP requests on the connection that
-// decide and dial made, one request per connection: the upstream is
-// never reused for a request it was not decided for.
-func (p *Proxy) newReverseProxy() http.Handler {
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			up, ok := ctx.Value(upstreamKey{}).(*upstream)
-			if !ok || !up.taken.CompareAndSwap(false, true) {
-				return nil, errors.New("egress: no decided connection for this request")
-			}
-			return up.Conn, nil
-		},
-		DisableKeepAlives:      true,
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 1 << 20,
-		ForceAttemptHTTP2:      false,
+// serveHTTP is the HTTP front-end of a request the HTTP server read.
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	c, ok := r.Context().Value(connKey{}).(*conn)
+	if !ok {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
 	}
-	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			// The outbound request keeps the absolute URL and Host it
-			// was asked for; hop-by-hop and Proxy-* headers are gone.
-			// The Host header is the URI's authority (RFC 9112, 3.2.2).
-			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "http", pr.In.URL.Host, ""
-		},
-		Transport:     tr,
-		FlushInterval: -1,
-		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if rec, ok := r.Context().Value(recordKey{}).(*Record); ok && rec.Error == "" {
-				rec.Error = ErrorDial
-			}
-			w.WriteHeader(http.StatusBadGateway)
-		},
-	}
+	req, err := httpRequest(r, false)
+	p.handle(r.Context(), c, req, &httpFront{p: p, c: c, w: w, r: r, t: req.target, badTarget: err})
 }
 
-// upstream is a decided connection for one forwarded request.
-type upstream struct {
-	net.Conn
-	taken atomic.Bool
+// httpRequest reads r into a request: CONNECT's authority, or a plain
+// request's absolute http:// URI, or the error that says why neither is
+// there.
+func httpRequest(r *http.Request, full bool) (request, error) {
+	req := request{protocol: ProtocolHTTP, full: full}
+	if r.Method == http.MethodConnect {
+		req.protocol = ProtocolConnect
+	}
+	t, err := httpTarget(r)
+	if err != nil {
+		req.badTarget = ErrorBadHost
+		if r.Method != http.MethodConnect && !r.URL.IsAbs() {
+			req.badTarget = ErrorBadRequest
+		}
+		return req, err
+	}
+	req.target, req.host, req.port = t, t.host, t.port
+	return req, nil
 }
 
-type recordKey struct{}
+// httpFront answers and carries an HTTP request: on the connection
+// itself (w nil: a first CONNECT, whose head br read), or through the
+// HTTP server (w and r).
+type httpFront struct {
+	p  *Proxy
+	c  *conn
+	br *bufio.Reader
+	w  http.ResponseWriter
+	r  *http.Request
+	t  target
+	// badTarget is why the request names no destination, answered 400.
+	badTarget error
+}
+
+// refuse answers with the status that says why and closes the
+// connection.
+func (f *httpFront) refuse(rec *Record) {
+	status, msg, h := http.StatusBadRequest, "", http.Header(nil)
+	if f.badTarget != nil {
+		msg = f.badTarget.Error()
+	} else {
+		status, msg, h = refusal(rec, f.t)
+	}
+	if f.w != nil {
+		refuse(f.w, status, msg, h)
+		return
+	}
+	writeStatus(f.c, status, msg, h)
+	f.c.Close()
+}
+
+// carry tunnels a CONNECT, or forwards a plain request.
+func (f *httpFront) carry(up net.Conn, check helloCheck) carried {
+	switch {
+	case f.w == nil:
+		return f.p.established(f.c, up, f.br, check)
+	case f.r.Method == http.MethodConnect:
+		return f.p.serveConnect(f.w, f.c, up, check)
+	}
+	return f.p.forward(f.w, f.r, f.c, up)
+}
+
+// serveConnect answers CONNECT with 200 and tunnels, the client's
+// connection taken over from the HTTP server.
+func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, check helloCheck) carried {
+	rc := http.NewResponseController(w)
+	_, brw, err := rc.Hijack()
+	if err != nil {
+		up.Close()
+		refuse(w, http.StatusInternalServerError, "cannot tunnel on this connection", nil)
+		return carried{failed: ErrorDial}
+	}
+	return p.established(c, up, brw.Reader, check)
+}
+
+// established answers 200 to a CONNECT and tunnels; br holds what the
+// client sent after its request and was read ahead; check, when not nil,
+// reads the ClientHello first.
+func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, check helloCheck) carried {
+	if _, err := io.WriteString(c.Conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		up.Close()
+		c.Close()
+		return carried{}
+	}
+	c.SetReadDeadline(time.Time{})
+	p.lookForOwner(c)
+	var early []byte
+	if n := br.Buffered(); n > 0 {
+		early, _ = br.Peek(n)
+	}
+	return p.tunnel(c, up, early, check)
+}
 
 // httpTarget reads the destination of an HTTP proxy request: CONNECT's
 // authority, or a plain request's absolute http:// URI.
@@ -119,43 +195,6 @@ func splitHostPort(hostport string, dflt uint16) (string, uint16, error) {
 		return "", 0, fmt.Errorf("%q: the port must be from 1 to 65535", hostport)
 	}
 	return host, uint16(n), nil
-}
-
-func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	c, ok := r.Context().Value(connKey{}).(*conn)
-	if !ok {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	rec := p.newRecord(c, ProtocolHTTP)
-	if r.Method == http.MethodConnect {
-		rec.Protocol = ProtocolConnect
-	}
-	t, err := httpTarget(r)
-	if err != nil {
-		rec.Verdict, rec.Error = VerdictError, ErrorBadRequest
-		if r.Method == http.MethodConnect || r.URL.IsAbs() {
-			rec.Error = ErrorBadHost
-		}
-		p.finish(c, rec)
-		refuse(w, http.StatusBadRequest, err.Error(), nil)
-		return
-	}
-	rec.Host, rec.Port = t.host, t.port
-	nc := p.open(r.Context(), c, t, rec)
-	if nc == nil {
-		// Audited before it is answered: a client told no finds it in
-		// the log already.
-		p.finish(c, rec)
-		status, msg, h := refusal(rec, t)
-		refuse(w, status, msg, h)
-		return
-	}
-	if t.protocol == ProtocolConnect {
-		p.serveConnect(w, c, nc, rec, p.helloCheck(c, t, rec))
-		return
-	}
-	p.forward(w, r, c, nc, rec)
 }
 
 // refusal is the answer to a request rec says is not allowed, or could
@@ -227,102 +266,6 @@ func writeStatus(w io.Writer, status int, msg string, h http.Header) error {
 	return err
 }
 
-// serveConnect answers CONNECT with 200 and tunnels, the client's
-// connection taken over from the http.Server.
-func (p *Proxy) serveConnect(w http.ResponseWriter, c *conn, up net.Conn, rec *Record, check helloCheck) {
-	rc := http.NewResponseController(w)
-	_, brw, err := rc.Hijack()
-	if err != nil {
-		up.Close()
-		rec.Error = ErrorDial
-		refuse(w, http.StatusInternalServerError, "cannot tunnel on this connection", nil)
-		p.finish(c, rec)
-		return
-	}
-	p.established(c, up, brw.Reader, rec, check)
-}
-
-// established answers 200 to a CONNECT and tunnels; br holds what the
-// client sent after its request and was read ahead; check, when not nil,
-// reads the ClientHello first.
-func (p *Proxy) established(c *conn, up net.Conn, br *bufio.Reader, rec *Record, check helloCheck) {
-	if _, err := io.WriteString(c.Conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		up.Close()
-		c.Close()
-		p.finish(c, rec)
-		return
-	}
-	c.SetReadDeadline(time.Time{})
-	p.lookForOwner(c)
-	var early []byte
-	if n := br.Buffered(); n > 0 {
-		early, _ = br.Peek(n)
-	}
-	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, early, rec.Profile, check)
-	p.finish(c, rec)
-}
-
-// serveFirst reads the first request of a connection that speaks HTTP.
-// A CONNECT, the common case, is served here on the connection itself,
-// without a hand-over to net/http; any other request goes to the
-// http.Server with every byte read so far given back, to be read again.
-// full says the peer's share of connections is taken: the request is
-// read and refused.
-func (p *Proxy) serveFirst(ctx context.Context, c *conn, full bool) {
-	head := &recording{r: c}
-	br := bufio.NewReaderSize(io.LimitReader(head, int64(p.opts.MaxHeaderBytes)+1), 4096)
-	req, err := http.ReadRequest(br)
-	if err != nil {
-		var ne net.Error
-		switch {
-		case head.n > p.opts.MaxHeaderBytes:
-			writeStatus(c, http.StatusRequestHeaderFieldsTooLarge, "the request head is too large", nil)
-		case errors.As(err, &ne) && ne.Timeout(), head.n <= 1 && errors.Is(err, io.EOF):
-			// Silence, or a peer that left: nothing to answer.
-		default:
-			writeStatus(c, http.StatusBadRequest, "malformed request", nil)
-		}
-		c.Close()
-		return
-	}
-	if !full && req.Method != http.MethodConnect {
-		c.peeked = head.b
-		c.SetReadDeadline(time.Time{})
-		if !p.httpConns.hand(c) {
-			c.Close()
-		}
-		return
-	}
-	rec := p.newRecord(c, ProtocolHTTP)
-	if req.Method == http.MethodConnect {
-		rec.Protocol = ProtocolConnect
-	}
-	t, err := httpTarget(req)
-	switch {
-	case full:
-		rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
-		if err == nil {
-			rec.Host, rec.Port = t.host, t.port
-		}
-	case err != nil:
-		rec.Verdict, rec.Error = VerdictError, ErrorBadHost
-		p.finish(c, rec)
-		writeStatus(c, http.StatusBadRequest, err.Error(), nil)
-		c.Close()
-		return
-	default:
-		rec.Host, rec.Port = t.host, t.port
-		if up := p.open(ctx, c, t, rec); up != nil {
-			p.established(c, up, br, rec, p.helloCheck(c, t, rec))
-			return
-		}
-	}
-	p.finish(c, rec)
-	status, msg, h := refusal(rec, t)
-	writeStatus(c, status, msg, h)
-	c.Close()
-}
-
 // recording reads from r and keeps what it read.
 type recording struct {
 	r io.Reader
@@ -336,67 +279,3 @@ func (r *recording) Read(p []byte) (int, error) {
 	r.n += n
 	return n, err
 }
-
-// forward sends a plain HTTP request on the decided connection and the
-// response back, counting the bytes of their bodies.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, c *conn, up net.Conn, rec *Record) {
-	ctx := context.WithValue(r.Context(), upstreamKey{}, &upstream{Conn: up})
-	ctx = context.WithValue(ctx, recordKey{}, rec)
-	out := &countingReader{r: r.Body}
-	r2 := r.WithContext(ctx)
-	if r.Body != nil && r.Body != http.NoBody {
-		r2.Body = out
-	}
-	p.lookForOwner(c)
-	cw := &countingWriter{ResponseWriter: w, before: c.awaitOwner}
-	p.reverse.ServeHTTP(cw, r2)
-	up.Close() // when the transport never took it
-	rec.BytesOut, rec.BytesIn = out.n.Load(), cw.n
-	p.countBytes(rec.Profile, rec.BytesOut, rec.BytesIn)
-	p.finish(c, rec)
-}
-
-// countingReader counts a request body as the transport sends it, from
-// a goroutine of its own that may outlive the request.
-type countingReader struct {
-	r io.ReadCloser
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func (c *countingReader) Close() error { return c.r.Close() }
-
-// countingWriter counts the body bytes of a response; Unwrap lets
-// http.ResponseController reach the flusher and hijacker beneath.
-type countingWriter struct {
-	http.ResponseWriter
-	n int64
-	// before runs once, before the response's first byte.
-	before func()
-}
-
-func (c *countingWriter) first() {
-	if c.before != nil {
-		c.before()
-		c.before = nil
-	}
-}
-
-func (c *countingWriter) WriteHeader(code int) {
-	c.first()
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	c.first()
-	n, err := c.ResponseWriter.Write(b)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

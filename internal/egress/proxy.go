@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -129,11 +128,8 @@ type Proxy struct {
 	ident    *peer.Identifier
 	policies *policyCache
 	events   *aggregator
-	http     *http.Server
-	reverse  http.Handler
-
-	// httpConns hands connections that speak HTTP to the http.Server.
-	httpConns *connListener
+	// web serves the connections whose first request is plain HTTP.
+	web *httpServer
 	// skipHello turns the check of tunnels' ClientHello off, for
 	// benchmarks that measure what it costs.
 	skipHello atomic.Bool
@@ -165,19 +161,17 @@ func New(opts Options) (*Proxy, error) {
 	}
 	defaults(&opts)
 	p := &Proxy{
-		opts:      opts,
-		log:       opts.Logger,
-		ident:     peer.NewIdentifier(opts.CgroupMount, opts.Launches, opts.NetNS),
-		policies:  &policyCache{src: opts.Policies, byProfile: map[string]cachedPolicy{}},
-		httpConns: newConnListener(),
-		conns:     map[*conn]struct{}{},
-		perPeer:   map[string]int{},
+		opts:     opts,
+		log:      opts.Logger,
+		ident:    peer.NewIdentifier(opts.CgroupMount, opts.Launches, opts.NetNS),
+		policies: &policyCache{src: opts.Policies, byProfile: map[string]cachedPolicy{}},
+		conns:    map[*conn]struct{}{},
+		perPeer:  map[string]int{},
 	}
 	if opts.Events != nil {
 		p.events = newAggregator(opts.Events, opts.Clock)
 	}
-	p.http = p.newHTTPServer()
-	p.reverse = p.newReverseProxy()
+	p.web = p.newHTTPServer()
 	return p, nil
 }
 
@@ -229,9 +223,8 @@ func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
 	defer p.ident.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(lns)+1)
-	p.http.BaseContext = func(net.Listener) context.Context { return ctx }
 	wg.Go(func() {
-		if err := p.http.Serve(p.httpConns); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		if err := p.web.serve(ctx); err != nil {
 			errs <- fmt.Errorf("egress: serving http: %w", err)
 			cancel()
 		}
@@ -251,7 +244,7 @@ func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
 	for _, ln := range lns {
 		ln.Close()
 	}
-	p.httpConns.Close()
+	p.web.stopTaking()
 	p.mu.Lock()
 	p.stopped = true
 	open := make([]*conn, 0, len(p.conns))
@@ -259,7 +252,7 @@ func (p *Proxy) Run(ctx context.Context, lns ...net.Listener) error {
 		open = append(open, c)
 	}
 	p.mu.Unlock()
-	p.http.Close()
+	p.web.close()
 	for _, c := range open {
 		c.Close()
 	}
@@ -330,7 +323,7 @@ func (p *Proxy) forget(c *conn) {
 }
 
 // serve identifies c's peer, tells its protocol by the first byte and
-// serves it: SOCKS5 here, HTTP through the http.Server.
+// hands it to that protocol's front-end: SOCKS5 or HTTP.
 func (p *Proxy) serve(ctx context.Context, c *conn) {
 	pr, who, err := p.ident.Identify(c.Conn)
 	if err != nil {
@@ -398,41 +391,3 @@ func (c *conn) Close() error {
 	c.once.Do(func() { c.p.forget(c) })
 	return err
 }
-
-// connListener is a net.Listener fed by hand: the http.Server serves
-// the connections the proxy found to speak HTTP.
-type connListener struct {
-	ch     chan net.Conn
-	done   chan struct{}
-	closer sync.Once
-}
-
-func newConnListener() *connListener {
-	return &connListener{ch: make(chan net.Conn), done: make(chan struct{})}
-}
-
-// hand gives c to the server, and reports false once it stopped.
-func (l *connListener) hand(c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *connListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *connListener) Close() error {
-	l.closer.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *connListener) Addr() net.Addr { return &net.UnixAddr{Name: "egress", Net: "unix"} }

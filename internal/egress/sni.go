@@ -21,18 +21,25 @@ const ReasonSNIMismatch = "sni_mismatch"
 const ErrorBadClientHello = "bad_client_hello"
 
 // helloCheck reads a tunnel's first bytes from r and returns those to
-// send upstream, or false when the tunnel is to be closed with nothing
-// sent, as rec then says.
-type helloCheck func(r io.Reader) (forward []byte, ok bool)
+// send upstream, or why the tunnel is to be closed with nothing sent.
+type helloCheck func(r io.Reader) (forward []byte, refused *helloRefusal)
+
+// helloRefusal is why a tunnel's ClientHello ended it, as its record
+// then says: a deny for a server the tunnel was not decided for
+// (ReasonSNIMismatch, and the server named), or an error (err) for a
+// ClientHello that did not parse.
+type helloRefusal struct {
+	verdict, reason, err, sni string
+}
 
 // helloCheck returns the check of the ClientHello of a tunnel to t: every
 // CONNECT, and SOCKS5 to port 443 (other ports carry protocols whose
 // server may speak first).
-func (p *Proxy) helloCheck(c *conn, t target, rec *Record) helloCheck {
+func (p *Proxy) helloCheck(c *conn, t target) helloCheck {
 	if p.skipHello.Load() || t.protocol == ProtocolSOCKS5 && t.port != 443 {
 		return nil
 	}
-	return func(r io.Reader) ([]byte, bool) {
+	return func(r io.Reader) ([]byte, *helloRefusal) {
 		// Bounded as a request's head is: its size, the handshake
 		// timeout.
 		c.SetReadDeadline(time.Now().Add(p.opts.HandshakeTimeout))
@@ -41,25 +48,24 @@ func (p *Proxy) helloCheck(c *conn, t target, rec *Record) helloCheck {
 		var ne net.Error
 		switch {
 		case errors.Is(err, clienthello.ErrNotTLS):
-			return raw, true
+			return raw, nil
 		case len(raw) == 0 && (errors.Is(err, io.EOF) || errors.As(err, &ne) && ne.Timeout()):
 			// The client said nothing, or nothing yet (its server
 			// speaks first): not TLS.
-			return nil, true
+			return nil, nil
 		case err != nil:
-			rec.Verdict, rec.Error = VerdictError, ErrorBadClientHello
-			return nil, false
+			return nil, &helloRefusal{verdict: VerdictError, err: ErrorBadClientHello}
 		case hello.ServerName == "" || p.serverNameAllowed(c, t, hello.ServerName):
-			return raw, true
+			return raw, nil
 		}
-		rec.Verdict, rec.Reason, rec.Rule = VerdictDeny, ReasonSNIMismatch, nil
+		refused := &helloRefusal{verdict: VerdictDeny, reason: ReasonSNIMismatch}
 		if name, addr, err := policy.ParseHost(hello.ServerName); err == nil {
-			rec.SNI = name
+			refused.sni = name
 			if name == "" {
-				rec.SNI = addr.String()
+				refused.sni = addr.String()
 			}
 		}
-		return nil, false
+		return nil, refused
 	}
 }
 
@@ -86,12 +92,13 @@ func (p *Proxy) serverNameAllowed(c *conn, t target, sni string) bool {
 
 // checkFirst runs check on the client's first bytes, early's first, and
 // writes up what it lets through with the rest of early; it returns the
-// bytes written, and false when the tunnel is to end.
-func (p *Proxy) checkFirst(client io.Reader, up io.Writer, early []byte, profile string, check helloCheck) (int64, bool) {
+// bytes written, and false when the tunnel is to end: refused by check,
+// or up failed.
+func (p *Proxy) checkFirst(client io.Reader, up io.Writer, early []byte, profile string, check helloCheck) (int64, *helloRefusal, bool) {
 	er := bytes.NewReader(early)
-	fwd, ok := check(io.MultiReader(er, client))
-	if !ok {
-		return 0, false
+	fwd, refused := check(io.MultiReader(er, client))
+	if refused != nil {
+		return 0, refused, false
 	}
 	var sent int64
 	for _, b := range [][]byte{fwd, early[len(early)-er.Len():]} {
@@ -102,8 +109,8 @@ func (p *Proxy) checkFirst(client io.Reader, up io.Writer, early []byte, profile
 		sent += int64(n)
 		p.countBytes(profile, int64(n), 0)
 		if err != nil {
-			return sent, false
+			return sent, nil, false
 		}
 	}
-	return sent, true
+	return sent, nil, true
 }

@@ -209,7 +209,7 @@ func TestHelloIsReadForConnectAndSOCKSTo443(t *testing.T) {
 		{ProtocolSOCKS5, 8443, false},
 		{ProtocolSOCKS5, 22, false},
 	} {
-		if got := p.helloCheck(&conn{}, target{protocol: tc.protocol, name: "a.test", port: tc.port}, &Record{}) != nil; got != tc.read {
+		if got := p.helloCheck(&conn{}, target{protocol: tc.protocol, name: "a.test", port: tc.port}) != nil; got != tc.read {
 			t.Errorf("%s to port %d: ClientHello read %v, want %v", tc.protocol, tc.port, got, tc.read)
 		}
 	}

@@ -149,76 +149,79 @@ func socksReply(w io.Writer, reply byte, bound netip.AddrPort) error {
 	return err
 }
 
-// serveSOCKS serves a SOCKS5 connection, whose version byte was read.
-// full says the peer's share of connections is taken: the request is
-// read and refused.
+// serveSOCKS is the SOCKS5 front-end: it reads the request of a
+// connection whose version byte was read, and hands it to handle. full
+// says the peer's share of connections is taken: the request is read and
+// refused.
 func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
-	rec := p.newRecord(c, ProtocolSOCKS5)
-	req, err := readSOCKS(c.Conn, c.Conn)
+	sr, err := readSOCKS(c.Conn, c.Conn)
+	req := request{protocol: ProtocolSOCKS5, host: sr.host, port: sr.port, full: full}
+	f := &socksFront{p: p, c: c}
 	var se *socksError
 	switch {
 	case errors.As(err, &se):
-		rec.Host, rec.Port = req.host, req.port
-		rec.Verdict, rec.Error = VerdictError, ErrorBadRequest
+		req.malformed, f.malformed, f.reply = ErrorBadRequest, true, se.reply
 		if se.reply == socksCommandNotSupported {
-			rec.Error = ErrorUnsupported
+			req.malformed = ErrorUnsupported
 		}
-		p.refuseSOCKS(c, rec, se.reply)
-		return
 	case err != nil:
 		c.Close() // cut short: nothing to answer
 		return
+	default:
+		if req.target, err = newTarget(ProtocolSOCKS5, sr.host, sr.port); err != nil {
+			req.badTarget = ErrorBadHost
+		}
 	}
-	rec.Host, rec.Port = req.host, req.port
-	if full {
-		rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
-		p.refuseSOCKS(c, rec, socksGeneralFailure)
-		return
+	p.handle(ctx, c, req, f)
+}
+
+// socksFront answers and carries a SOCKS5 request.
+type socksFront struct {
+	p *Proxy
+	c *conn
+	// malformed says the request could not be read, and reply is the
+	// answer to that (none when 0).
+	malformed bool
+	reply     byte
+}
+
+// refuse answers with the reply that says why (none when 0) and closes
+// the connection.
+func (f *socksFront) refuse(rec *Record) {
+	reply := f.reply
+	if !f.malformed {
+		reply = socksRefusal(rec)
 	}
-	t, err := newTarget(ProtocolSOCKS5, req.host, req.port)
-	if err != nil {
-		rec.Verdict, rec.Error = VerdictError, ErrorBadHost
-		p.refuseSOCKS(c, rec, socksHostUnreachable)
-		return
+	if reply != 0 {
+		socksReply(f.c.Conn, reply, netip.AddrPort{})
 	}
-	rec.Host = t.host
-	up := p.open(ctx, c, t, rec)
-	if up == nil {
-		p.refuseSOCKS(c, rec, socksRefusal(rec))
-		return
-	}
+	f.c.Close()
+}
+
+// carry answers with the address bound upstream and tunnels.
+func (f *socksFront) carry(up net.Conn, check helloCheck) carried {
 	var bound netip.AddrPort
 	if ta, ok := up.LocalAddr().(*net.TCPAddr); ok {
 		bound = ta.AddrPort()
 	}
-	if err := socksReply(c.Conn, socksSucceeded, bound); err != nil {
+	if err := socksReply(f.c.Conn, socksSucceeded, bound); err != nil {
 		up.Close()
-		p.finish(c, rec)
-		c.Close()
-		return
+		f.c.Close()
+		return carried{}
 	}
-	c.SetReadDeadline(time.Time{})
-	p.lookForOwner(c)
-	rec.BytesOut, rec.BytesIn = p.tunnel(c, up, nil, rec.Profile, p.helloCheck(c, t, rec))
-	p.finish(c, rec)
-}
-
-// refuseSOCKS audits rec, answers with reply (none when 0) and closes c:
-// a client told no finds it in the log already.
-func (p *Proxy) refuseSOCKS(c *conn, rec *Record, reply byte) {
-	p.finish(c, rec)
-	if reply != 0 {
-		socksReply(c.Conn, reply, netip.AddrPort{})
-	}
-	c.Close()
+	f.c.SetReadDeadline(time.Time{})
+	f.p.lookForOwner(f.c)
+	return f.p.tunnel(f.c, up, nil, check)
 }
 
 // socksRefusal is the reply to a request rec says was refused or failed.
 func socksRefusal(rec *Record) byte {
-	switch rec.Verdict {
-	case VerdictDeny:
+	switch {
+	case rec.Reason == ReasonConnectionLimit:
+		return socksGeneralFailure
+	case rec.Verdict == VerdictDeny:
 		return socksNotAllowed
-	case VerdictError:
+	case rec.Verdict == VerdictError:
 		return socksHostUnreachable
 	}
 	switch rec.Error {

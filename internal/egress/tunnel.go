@@ -17,9 +17,10 @@ const chunk = 1 << 20
 // an error, or nothing carried either way for the idle timeout, ends
 // both. It closes both connections. check, when not nil, reads the
 // client's first bytes (early's first) and says what of them goes up, or
-// that nothing does and both end; the other direction runs meanwhile.
-func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string, check helloCheck) (out, in int64) {
-	client := c.raw()
+// that nothing does and both end, and why; the other direction runs
+// meanwhile.
+func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, check helloCheck) (got carried) {
+	client, profile := c.raw(), c.who.Profile
 	var once sync.Once
 	closeBoth := func() {
 		once.Do(func() {
@@ -30,10 +31,10 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string, check
 	defer closeBoth()
 	if len(early) > 0 && check == nil {
 		n, err := up.Write(early)
-		out += int64(n)
+		got.out += int64(n)
 		p.countBytes(profile, int64(n), 0)
 		if err != nil {
-			return out, 0
+			return got
 		}
 	}
 	idle := p.watchIdle(up, closeBoth)
@@ -44,7 +45,7 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string, check
 	wg.Go(func() {
 		if check != nil {
 			var ok bool
-			if sent, ok = p.checkFirst(client, up, early, profile, check); !ok {
+			if sent, got.hello, ok = p.checkFirst(client, up, early, profile, check); !ok {
 				closeBoth()
 				return
 			}
@@ -53,10 +54,11 @@ func (p *Proxy) tunnel(c *conn, up net.Conn, early []byte, profile string, check
 		halfClose(up, closeBoth)
 	})
 	c.awaitOwner()
-	in = p.copyChunks(client, up, func(n int64) { p.countBytes(profile, 0, n) })
+	got.in = p.copyChunks(client, up, func(n int64) { p.countBytes(profile, 0, n) })
 	halfClose(client, closeBoth)
 	wg.Wait()
-	return out + sent, in
+	got.out += sent
+	return got
 }
 
 // copyChunks copies src to dst chunk by chunk until src ends or either

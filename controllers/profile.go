@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -236,17 +235,11 @@ func limitStatuses(want cgroup.Limits, applied cgroup.Applied) (rows []v1alpha1.
 			e = en.Of(r)
 		}
 		rows = append(rows, v1alpha1.LimitStatus{Resource: string(r), Requested: w, Applied: got, Enforcement: e})
-		if !sameLimit(r, w, got) {
+		if !cgroup.SameLimit(r, w, got) {
 			missing = append(missing, fmt.Sprintf("%s (requested %s, applied %s)", r, amount(w), amount(got)))
 		}
 	}
 	return rows, missing
-}
-
-// sameLimit reports whether got, read back, is the limit want. The kernel
-// rounds a memory limit down to a page.
-func sameLimit(r cgroup.Resource, want, got int64) bool {
-	return got == want || r == cgroup.Memory && want != 0 && got == want&^int64(os.Getpagesize()-1)
 }
 
 func amount(v int64) string {

@@ -210,31 +210,15 @@ func (a *Authority) Charged(ctx context.Context) ([]Record, error) {
 
 // Plan is the level and method this host gives each resource, from the
 // cgroup backend's probe.
-type Plan struct {
-	CPU    cgroup.Enforcement `json:"cpu"`
-	Memory cgroup.Enforcement `json:"memory"`
-	PIDs   cgroup.Enforcement `json:"pids"`
-}
+type Plan cgroup.PerResource[cgroup.Enforcement]
 
 // Get returns what the plan gives r.
 func (p Plan) Get(r cgroup.Resource) cgroup.Enforcement {
-	if e := p.of(r); e != nil {
-		return *e
-	}
-	return cgroup.Enforcement{}
+	return cgroup.PerResource[cgroup.Enforcement](p).Get(r)
 }
 
-// of returns the field of p that holds r, nil for no resource of p's.
-func (p *Plan) of(r cgroup.Resource) *cgroup.Enforcement {
-	switch r {
-	case cgroup.CPU:
-		return &p.CPU
-	case cgroup.Memory:
-		return &p.Memory
-	case cgroup.PIDs:
-		return &p.PIDs
-	}
-	return nil
+func (p *Plan) set(r cgroup.Resource, e cgroup.Enforcement) {
+	(*cgroup.PerResource[cgroup.Enforcement])(p).Set(r, e)
 }
 
 // PlanFrom turns a backend's capabilities into a plan. A resource the
@@ -252,7 +236,7 @@ func PlanFrom(caps cgroup.Capabilities) (Plan, error) {
 		if !consistent(r, e) {
 			return Plan{}, fmt.Errorf("%s: level %q with method %q: %w", r, e.Level, e.Method, ErrInvalidRequest)
 		}
-		*p.of(r) = e
+		p.set(r, e)
 	}
 	return p, nil
 }
@@ -277,14 +261,10 @@ func consistent(r cgroup.Resource, e cgroup.Enforcement) bool {
 func (p Plan) For(min Levels) Plan {
 	out := p
 	accounted := cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}
-	if min.CPU == v1alpha1.LevelAccounted {
-		out.CPU = accounted
-	}
-	if min.Memory == v1alpha1.LevelAccounted {
-		out.Memory = accounted
-	}
-	if min.PIDs == v1alpha1.LevelAccounted {
-		out.PIDs = accounted
+	for _, r := range cgroup.AllResources {
+		if min.Get(r) == v1alpha1.LevelAccounted {
+			out.set(r, accounted)
+		}
 	}
 	return out
 }
@@ -292,7 +272,7 @@ func (p Plan) For(min Levels) Plan {
 // Satisfies reports whether the plan gives every resource at least min.
 func (p Plan) Satisfies(min Levels) bool {
 	for _, r := range cgroup.AllResources {
-		if p.Get(r).Level.Rank() < min.get(r).Rank() {
+		if p.Get(r).Level.Rank() < min.Get(r).Rank() {
 			return false
 		}
 	}
@@ -313,7 +293,7 @@ func (p Plan) confirms(applied cgroup.Applied, q Budget) bool {
 		if !ok || got.Method != want.Method || got.Level != want.Level {
 			return false
 		}
-		if want.Level == v1alpha1.LevelKernel && !applied.Satisfies(limitOf(r, q.get(r))) {
+		if want.Level == v1alpha1.LevelKernel && !applied.Satisfies(limitOf(r, q.Get(r))) {
 			return false
 		}
 	}

@@ -159,16 +159,10 @@ func (b Budget) Amounts() v1alpha1.Amounts {
 
 func clampInt64(q uint64) int64 { return int64(min(q, math.MaxInt64)) }
 
-func (b Budget) get(r cgroup.Resource) uint64 {
-	switch r {
-	case cgroup.CPU:
-		return b.CPUMilli
-	case cgroup.Memory:
-		return b.MemoryBytes
-	case cgroup.PIDs:
-		return b.Tasks
-	}
-	return 0
+// Get returns b's quantity of r. Budget keeps its own fields, whose names
+// its encoding in journals and on DevGuard's wire has always had.
+func (b Budget) Get(r cgroup.Resource) uint64 {
+	return cgroup.PerResource[uint64]{CPU: b.CPUMilli, Memory: b.MemoryBytes, PIDs: b.Tasks}.Get(r)
 }
 
 // validWorkload: every quantity positive, as DevGuard's
@@ -185,22 +179,11 @@ func budgetOf(cpu, memory, tasks int64) Budget {
 }
 
 // Levels is the least level per resource, as DevGuard's ResourceLevels.
-type Levels struct {
-	CPU    v1alpha1.Level `json:"cpu"`
-	Memory v1alpha1.Level `json:"memory"`
-	PIDs   v1alpha1.Level `json:"pids"`
-}
+type Levels cgroup.PerResource[v1alpha1.Level]
 
-func (l Levels) get(r cgroup.Resource) v1alpha1.Level {
-	switch r {
-	case cgroup.CPU:
-		return l.CPU
-	case cgroup.Memory:
-		return l.Memory
-	case cgroup.PIDs:
-		return l.PIDs
-	}
-	return ""
+// Get returns the least level of r.
+func (l Levels) Get(r cgroup.Resource) v1alpha1.Level {
+	return cgroup.PerResource[v1alpha1.Level](l).Get(r)
 }
 
 // valid: a known level for every resource. Any level is a valid minimum

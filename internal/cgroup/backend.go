@@ -7,19 +7,6 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 )
 
-// Resource is one of the resources marshal limits.
-type Resource string
-
-// Resources marshal limits.
-const (
-	CPU    Resource = "cpu"
-	Memory Resource = "memory"
-	PIDs   Resource = "pids"
-)
-
-// AllResources lists every Resource in a fixed order.
-var AllResources = []Resource{CPU, Memory, PIDs}
-
 // Method is how a level is achieved for a resource, named as in the
 // admission contract.
 type Method string
@@ -72,28 +59,19 @@ type Limits struct {
 }
 
 // Get returns the limit for r, zero when none.
-func (l Limits) Get(r Resource) int64 {
-	switch r {
-	case CPU:
-		return l.CPUMilli
-	case Memory:
-		return l.MemoryBytes
-	case PIDs:
-		return l.Tasks
-	}
-	return 0
-}
+func (l Limits) Get(r Resource) int64 { return l.perResource().Get(r) }
 
 // Set sets the limit for r to v (zero: none).
 func (l *Limits) Set(r Resource, v int64) {
-	switch r {
-	case CPU:
-		l.CPUMilli = v
-	case Memory:
-		l.MemoryBytes = v
-	case PIDs:
-		l.Tasks = v
-	}
+	p := l.perResource()
+	p.Set(r, v)
+	*l = Limits{CPUMilli: p.CPU, MemoryBytes: p.Memory, Tasks: p.PIDs}
+}
+
+// perResource is l keyed by resource. Limits keeps its own fields, whose
+// names its encoding (in journals and on the wire) has always had.
+func (l Limits) perResource() PerResource[int64] {
+	return PerResource[int64]{CPU: l.CPUMilli, Memory: l.MemoryBytes, PIDs: l.Tasks}
 }
 
 // Applied is what reading a group's limits back showed: the value in

@@ -23,32 +23,69 @@ func Controller(r Resource) string {
 	return string(r)
 }
 
+// limitFormat is how a group's interface files hold one resource's limit
+// under one method, in the units of Limits.
+type limitFormat struct {
+	// file holds the limit.
+	file string
+	// read returns the limit in force, 0 for none.
+	read func(dir string) (int64, error)
+	// text is what file is written with for a limit of want (0: none).
+	text func(want int64) string
+	// set, when not nil, writes want unless the group holds it already,
+	// in place of writing text: the CPU period sits beside its quota.
+	set func(fsys FS, dir string, want int64) (bool, error)
+}
+
+// limitFormats is every limit file marshal writes, per method and
+// resource.
+var limitFormats = map[Method]PerResource[limitFormat]{
+	MethodCgroupV2: {
+		CPU:    limitFormat{file: FileCPUMax, read: readCPUMax, text: cpuMaxText, set: setCPUMax},
+		Memory: limitFormat{file: FileMemoryMax, read: maxReader(FileMemoryMax), text: FormatMax},
+		PIDs:   limitFormat{file: FilePIDsMax, read: maxReader(FilePIDsMax), text: FormatMax},
+	},
+	MethodCgroupV1: {
+		CPU:    limitFormat{file: FileCFSQuota, read: readCFSMilli, text: cfsQuotaText, set: setCFS},
+		Memory: limitFormat{file: FileMemoryLimit, read: readV1Memory, text: v1MemoryText},
+		PIDs:   limitFormat{file: FilePIDsMax, read: maxReader(FilePIDsMax), text: FormatMax},
+	},
+}
+
+// formatOf returns how r's limit is held under method m, and an error
+// when m holds no limit of r.
+func formatOf(r Resource, m Method) (limitFormat, error) {
+	f := limitFormats[m].Get(r)
+	if f.file == "" {
+		return limitFormat{}, fmt.Errorf("no %s limit file under method %q", r, m)
+	}
+	return f, nil
+}
+
+// sameLimit tells, per resource, whether a limit read back is the one
+// written.
+var sameLimit = PerResource[func(got, want int64) bool]{
+	CPU:    func(got, want int64) bool { return got == want },
+	Memory: sameMemoryLimit,
+	PIDs:   func(got, want int64) bool { return got == want },
+}
+
+// SameLimit reports whether got, read back, is the limit want of r: the
+// kernel rounds a memory limit down to a whole page; every other limit
+// reads back exactly.
+func SameLimit(r Resource, want, got int64) bool {
+	if same := sameLimit.Get(r); same != nil {
+		return same(got, want)
+	}
+	return got == want
+}
+
 // LimitFile returns the interface file that holds r's limit under method
 // m: cpu.max, memory.max, pids.max for cgroup_v2; cpu.cfs_quota_us (with
 // cpu.cfs_period_us beside it), memory.limit_in_bytes, pids.max for
 // cgroup_v1. It returns "" for any other method.
 func LimitFile(r Resource, m Method) string {
-	switch m {
-	case MethodCgroupV2:
-		switch r {
-		case CPU:
-			return FileCPUMax
-		case Memory:
-			return FileMemoryMax
-		case PIDs:
-			return FilePIDsMax
-		}
-	case MethodCgroupV1:
-		switch r {
-		case CPU:
-			return FileCFSQuota
-		case Memory:
-			return FileMemoryLimit
-		case PIDs:
-			return FilePIDsMax
-		}
-	}
-	return ""
+	return limitFormats[m].Get(r).file
 }
 
 // readCFS reads the v1 cpu.cfs_quota_us and cpu.cfs_period_us of dir.
@@ -65,6 +102,59 @@ func readCFS(dir string) (CPUMax, error) {
 		q = 0
 	}
 	return CPUMax{Quota: q, Period: p}, nil
+}
+
+func readCFSMilli(dir string) (int64, error) {
+	c, err := readCFS(dir)
+	return c.Milli(), err
+}
+
+func readCPUMax(dir string) (int64, error) {
+	s, err := ReadFile(dir, FileCPUMax)
+	if err != nil {
+		return 0, err
+	}
+	c, err := ParseCPUMax(s)
+	return c.Milli(), err
+}
+
+func readV1Memory(dir string) (int64, error) {
+	v, err := ReadInt(dir, FileMemoryLimit)
+	if err != nil || v1MemoryUnlimited(v) {
+		return 0, err
+	}
+	return v, nil
+}
+
+// maxReader reads a file holding a count or "max".
+func maxReader(name string) func(dir string) (int64, error) {
+	return func(dir string) (int64, error) {
+		s, err := ReadFile(dir, name)
+		if err != nil {
+			return 0, err
+		}
+		v, err := ParseMax(s)
+		if err != nil {
+			return 0, fmt.Errorf("parsing %s: %w", filepath.Join(dir, name), err)
+		}
+		return v, nil
+	}
+}
+
+func cpuMaxText(milli int64) string { return CPUMaxFromMilli(milli).String() }
+
+func cfsQuotaText(milli int64) string {
+	if c := CPUMaxFromMilli(milli); c.Quota != 0 {
+		return strconv.FormatInt(c.Quota, 10)
+	}
+	return "-1"
+}
+
+func v1MemoryText(want int64) string {
+	if want == 0 {
+		return "-1"
+	}
+	return FormatMax(want)
 }
 
 // v1MemoryUnlimited reports whether v, read from memory.limit_in_bytes,
@@ -88,38 +178,11 @@ func sameMemoryLimit(got, want int64) bool {
 // when the group has no limit. A missing group or file is an error that
 // wraps ErrNotFound and fs.ErrNotExist.
 func ReadLimit(dir string, r Resource, m Method) (int64, error) {
-	name := LimitFile(r, m)
-	if name == "" {
-		return 0, fmt.Errorf("no %s limit file under method %q", r, m)
+	f, err := formatOf(r, m)
+	if err != nil {
+		return 0, err
 	}
-	switch {
-	case r == CPU && m == MethodCgroupV1:
-		c, err := readCFS(dir)
-		return c.Milli(), err
-	case r == CPU:
-		s, err := ReadFile(dir, name)
-		if err != nil {
-			return 0, err
-		}
-		c, err := ParseCPUMax(s)
-		return c.Milli(), err
-	case r == Memory && m == MethodCgroupV1:
-		v, err := ReadInt(dir, name)
-		if err != nil || v1MemoryUnlimited(v) {
-			return 0, err
-		}
-		return v, nil
-	default:
-		s, err := ReadFile(dir, name)
-		if err != nil {
-			return 0, err
-		}
-		v, err := ParseMax(s)
-		if err != nil {
-			return 0, fmt.Errorf("parsing %s: %w", filepath.Join(dir, name), err)
-		}
-		return v, nil
-	}
+	return f.read(dir)
 }
 
 // SetLimit makes the limit of r in group dir under method m equal want (0:
@@ -135,26 +198,19 @@ func SetLimit(fsys FS, dir string, r Resource, m Method, want int64) (got int64,
 	if want < 0 {
 		return 0, false, fmt.Errorf("%s limit %d: want 0 (none) or a positive value", r, want)
 	}
-	switch {
-	case r == CPU && m == MethodCgroupV1:
-		wrote, err = setCFS(fsys, dir, CPUMaxFromMilli(want))
-	case r == CPU && m == MethodCgroupV2:
-		wrote, err = setCPUMax(fsys, dir, CPUMaxFromMilli(want))
-	case r == Memory && (m == MethodCgroupV1 || m == MethodCgroupV2):
-		v := FormatMax(want)
-		if want == 0 && m == MethodCgroupV1 {
-			v = "-1"
-		}
-		wrote, err = setIfDiffers(fsys, dir, r, m, v, func(cur int64) bool { return sameMemoryLimit(cur, want) })
-	case r == PIDs && (m == MethodCgroupV1 || m == MethodCgroupV2):
-		wrote, err = setIfDiffers(fsys, dir, r, m, FormatMax(want), func(cur int64) bool { return cur == want })
-	default:
-		return 0, false, fmt.Errorf("no %s limit file under method %q", r, m)
+	f, err := formatOf(r, m)
+	if err != nil {
+		return 0, false, err
+	}
+	if f.set != nil {
+		wrote, err = f.set(fsys, dir, want)
+	} else {
+		wrote, err = setIfDiffers(fsys, dir, r, f, want)
 	}
 	if err != nil {
 		return 0, wrote, limitError(dir, r, want, err)
 	}
-	got, err = ReadLimit(dir, r, m)
+	got, err = f.read(dir)
 	if err != nil {
 		return 0, wrote, fmt.Errorf("reading back %s limit in %s: %w", r, dir, err)
 	}
@@ -168,30 +224,18 @@ func WriteLimit(fsys FS, dir string, r Resource, m Method, want int64) (int64, e
 	if want < 0 {
 		return 0, fmt.Errorf("%s limit %d: want 0 (none) or a positive value", r, want)
 	}
-	var name, v string
-	switch {
-	case r == CPU && m == MethodCgroupV1:
-		name, v = FileCFSQuota, "-1"
-		if c := CPUMaxFromMilli(want); c.Quota != 0 {
-			v = strconv.FormatInt(c.Quota, 10)
-		}
-	case r == CPU && m == MethodCgroupV2:
-		name, v = FileCPUMax, CPUMaxFromMilli(want).String()
-	case r == Memory && m == MethodCgroupV1 && want == 0:
-		name, v = FileMemoryLimit, "-1"
-	case (r == Memory || r == PIDs) && (m == MethodCgroupV1 || m == MethodCgroupV2):
-		name, v = LimitFile(r, m), FormatMax(want)
-	default:
-		return 0, fmt.Errorf("no %s limit file under method %q", r, m)
+	f, err := formatOf(r, m)
+	if err != nil {
+		return 0, err
 	}
-	if err := fsys.WriteFile(dir, name, v); err != nil {
+	if err := fsys.WriteFile(dir, f.file, f.text(want)); err != nil {
 		return 0, limitError(dir, r, want, err)
 	}
-	got, err := ReadLimit(dir, r, m)
+	got, err := f.read(dir)
 	if err != nil {
 		return 0, fmt.Errorf("reading back %s limit in %s: %w", r, dir, err)
 	}
-	if got != want && !(r == Memory && sameMemoryLimit(got, want)) {
+	if !SameLimit(r, want, got) {
 		got, _, err = SetLimit(fsys, dir, r, m, want)
 	}
 	return got, err
@@ -204,17 +248,18 @@ func limitError(dir string, r Resource, want int64, err error) error {
 	return fmt.Errorf("setting %s limit %d in %s: %w", r, want, dir, err)
 }
 
-// setIfDiffers writes v to r's limit file unless same says the current
-// limit already is the one wanted.
-func setIfDiffers(fsys FS, dir string, r Resource, m Method, v string, same func(cur int64) bool) (bool, error) {
-	cur, err := ReadLimit(dir, r, m)
-	if err != nil || same(cur) {
+// setIfDiffers writes want to r's limit file as f holds it, unless the
+// limit in force already is want.
+func setIfDiffers(fsys FS, dir string, r Resource, f limitFormat, want int64) (bool, error) {
+	cur, err := f.read(dir)
+	if err != nil || SameLimit(r, want, cur) {
 		return false, err
 	}
-	return true, fsys.WriteFile(dir, LimitFile(r, m), v)
+	return true, fsys.WriteFile(dir, f.file, f.text(want))
 }
 
-func setCPUMax(fsys FS, dir string, want CPUMax) (bool, error) {
+func setCPUMax(fsys FS, dir string, milli int64) (bool, error) {
+	want := CPUMaxFromMilli(milli)
 	s, err := ReadFile(dir, FileCPUMax)
 	if err != nil {
 		return false, err
@@ -233,7 +278,8 @@ func setCPUMax(fsys FS, dir string, want CPUMax) (bool, error) {
 	return true, fsys.WriteFile(dir, FileCPUMax, v)
 }
 
-func setCFS(fsys FS, dir string, want CPUMax) (bool, error) {
+func setCFS(fsys FS, dir string, milli int64) (bool, error) {
+	want := CPUMaxFromMilli(milli)
 	cur, err := readCFS(dir)
 	if err != nil {
 		return false, err

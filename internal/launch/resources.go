@@ -13,45 +13,24 @@ import (
 	"github.com/marshal-dev/marshal/internal/quantity"
 )
 
-// resource is one resource as budgets, requests and plans name it.
-type resource struct {
-	quantity string // cpu_milli
-	level    string // cpu
-	get      func(admission.Budget) uint64
-	min      func(admission.Levels) v1alpha1.Level
-	plan     func(admission.Plan) cgroup.Enforcement
-	limit    func(*cgroup.Limits) *int64
-}
-
-var resources = []resource{
-	{"cpu_milli", "cpu", func(b admission.Budget) uint64 { return b.CPUMilli },
-		func(l admission.Levels) v1alpha1.Level { return l.CPU },
-		func(p admission.Plan) cgroup.Enforcement { return p.CPU },
-		func(l *cgroup.Limits) *int64 { return &l.CPUMilli }},
-	{"memory_bytes", "memory", func(b admission.Budget) uint64 { return b.MemoryBytes },
-		func(l admission.Levels) v1alpha1.Level { return l.Memory },
-		func(p admission.Plan) cgroup.Enforcement { return p.Memory },
-		func(l *cgroup.Limits) *int64 { return &l.MemoryBytes }},
-	{"tasks", "pids", func(b admission.Budget) uint64 { return b.Tasks },
-		func(l admission.Levels) v1alpha1.Level { return l.PIDs },
-		func(p admission.Plan) cgroup.Enforcement { return p.PIDs },
-		func(l *cgroup.Limits) *int64 { return &l.Tasks }},
-}
+// quantityNames are the names budgets and requests give each resource's
+// quantity; levels and plans name the resource itself.
+var quantityNames = cgroup.PerResource[string]{CPU: "cpu_milli", Memory: "memory_bytes", PIDs: "tasks"}
 
 // shortage names the first resource whose request does not fit what is
 // free: "memory_bytes requested N, free F of T", T being the target, and
 // when pressure scales the target, why and since when: "(cpu pressure:
 // target 750 of 1500 since 12s)".
 func shortage(req admission.Budget, s admission.Snapshot, now time.Time) string {
-	pick := resources[0]
-	for _, r := range resources {
-		if r.get(req) > r.get(s.Free) {
+	pick := cgroup.AllResources[0]
+	for _, r := range cgroup.AllResources {
+		if req.Get(r) > s.Free.Get(r) {
 			pick = r
 			break
 		}
 	}
-	n := func(b admission.Budget) string { return pick.show(pick.get(b)) }
-	msg := fmt.Sprintf("%s requested %s, free %s of %s", pick.quantity, n(req), n(s.Free), n(s.Target))
+	n := func(b admission.Budget) string { return show(pick, b.Get(pick)) }
+	msg := fmt.Sprintf("%s requested %s, free %s of %s", quantityNames.Get(pick), n(req), n(s.Free), n(s.Target))
 	if s.Pressure.Level != pressure.Normal {
 		msg += fmt.Sprintf(" (%s: target %s of %s%s)", s.Pressure.Cause(), n(s.Target), n(s.Capacity), since(s.Pressure.Since, now))
 	}
@@ -60,8 +39,8 @@ func shortage(req admission.Budget, s admission.Snapshot, now time.Time) string 
 
 // show writes an amount of r as its quantity counts it and, for bytes,
 // in the IEC units describe host prints too: "268435456 (256MiB)".
-func (r resource) show(v uint64) string {
-	if r.quantity != "memory_bytes" || v > math.MaxInt64 {
+func show(r cgroup.Resource, v uint64) string {
+	if r != cgroup.Memory || v > math.MaxInt64 {
 		return strconv.FormatUint(v, 10)
 	}
 	return fmt.Sprintf("%d (%s)", v, quantity.Bytes(int64(v)))
@@ -79,13 +58,13 @@ func since(t, now time.Time) string {
 // unsupported names the first resource whose minimum is above the plan:
 // "memory minimum kernel, host gives accounted".
 func unsupported(min admission.Levels, plan *admission.Plan) string {
-	for _, r := range resources {
+	for _, r := range cgroup.AllResources {
 		given := v1alpha1.LevelAccounted
 		if plan != nil {
-			given = r.plan(*plan).Level
+			given = plan.Get(r).Level
 		}
-		if r.min(min).Rank() > given.Rank() {
-			return fmt.Sprintf("%s minimum %s, host gives %s", r.level, r.min(min), given)
+		if min.Get(r).Rank() > given.Rank() {
+			return fmt.Sprintf("%s minimum %s, host gives %s", r, min.Get(r), given)
 		}
 	}
 	return "minimum above the host's plan"
@@ -117,10 +96,10 @@ func withCooperativeCPU(applied cgroup.Applied) cgroup.Applied {
 // holds at kernel level, which BindScope confirms by reading them back.
 func planLimits(plan admission.Plan, req admission.Budget) cgroup.Limits {
 	var out cgroup.Limits
-	for _, r := range resources {
-		if r.plan(plan).Level == v1alpha1.LevelKernel {
+	for _, r := range cgroup.AllResources {
+		if plan.Get(r).Level == v1alpha1.LevelKernel {
 			// A reserved quantity fits its capacity, which fits an int64.
-			*r.limit(&out) = int64(min(r.get(req), admission.MaxQuantity))
+			out.Set(r, int64(min(req.Get(r), admission.MaxQuantity)))
 		}
 	}
 	return out

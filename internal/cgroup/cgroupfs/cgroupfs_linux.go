@@ -213,7 +213,7 @@ func (b *Backend) applyLimits(rel string, want cgroup.Limits, fresh bool) (cgrou
 			errs = append(errs, err)
 			continue
 		}
-		recordLimit(&applied, r, m, got)
+		applied.Record(r, got, cgroup.KernelEnforcement(r, m))
 	}
 	return applied, errors.Join(errs...)
 }
@@ -243,11 +243,6 @@ func (b *Backend) prepareLimit(r cgroup.Resource, rel string) error {
 		return fmt.Errorf("creating %s group: %w", r, err)
 	}
 	return nil
-}
-
-// recordLimit notes in a that the kernel holds limit v for r through m.
-func recordLimit(a *cgroup.Applied, r cgroup.Resource, m cgroup.Method, v int64) {
-	a.Record(r, v, cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: m, Controller: cgroup.LimitFile(r, m)})
 }
 
 // RemoveSlice removes the profile's slice from every hierarchy. It returns
@@ -444,7 +439,7 @@ func (b *Backend) ScopeLimits(ctx context.Context, s cgroup.Scope) (cgroup.Appli
 		if err != nil {
 			return cgroup.Applied{}, fmt.Errorf("scope %s: %w", s.Name, err)
 		}
-		recordLimit(&applied, r, m, v)
+		applied.Record(r, v, cgroup.KernelEnforcement(r, m))
 	}
 	return applied, nil
 }

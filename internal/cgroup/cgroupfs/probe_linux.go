@@ -10,7 +10,6 @@ import (
 	"path"
 	"slices"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 )
 
@@ -59,13 +58,10 @@ func (b *Backend) Probe(ctx context.Context) (cgroup.Capabilities, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		switch {
-		case err == nil && reason == "":
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: m, Controller: cgroup.LimitFile(r, m)}
-		case r == cgroup.CPU:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS, Reason: reason}
-		default:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting, Reason: reason}
+		if err == nil && reason == "" {
+			caps[r] = cgroup.KernelEnforcement(r, m)
+		} else {
+			caps[r] = cgroup.BelowKernel(r, reason)
 		}
 	}
 	// A resource whose probe failed is reported at the level that needs no

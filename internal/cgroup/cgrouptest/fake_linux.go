@@ -116,14 +116,10 @@ func New(t testing.TB, opts Options) *Fake {
 		calls:    map[Op]int{},
 	}
 	for _, r := range cgroup.AllResources {
-		switch {
-		case !slices.Contains(opts.NoController, r):
-			f.caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: cgroup.MethodCgroupV2,
-				Controller: cgroup.LimitFile(r, cgroup.MethodCgroupV2)}
-		case r == cgroup.CPU:
-			f.caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS}
-		default:
-			f.caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting}
+		if slices.Contains(opts.NoController, r) {
+			f.caps[r] = cgroup.BelowKernel(r, "")
+		} else {
+			f.caps[r] = cgroup.KernelEnforcement(r, cgroup.MethodCgroupV2)
 		}
 	}
 	t.Cleanup(f.close)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 )
 
@@ -37,7 +36,7 @@ func (b *Backend) readApplied(rel string) (cgroup.Applied, error) {
 			if v == 0 {
 				continue
 			}
-			a.Record(r, v, cgroup.Enforcement{Level: v1alpha1.LevelKernel, Method: src.method, Controller: cgroup.LimitFile(r, src.method)})
+			a.Record(r, v, cgroup.KernelEnforcement(r, src.method))
 			break
 		}
 	}

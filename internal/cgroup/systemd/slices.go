@@ -9,7 +9,6 @@ import (
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 
-	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/scope"
 )
@@ -176,14 +175,10 @@ func (b *Backend) Probe(ctx context.Context) (caps cgroup.Capabilities, err erro
 	}
 	caps = cgroup.Capabilities{}
 	for _, r := range cgroup.AllResources {
-		e, ok := a.Enforced[r]
-		switch {
-		case ok && a.Limits.Get(r) == probeLimits.Get(r):
+		if e, ok := a.Enforced[r]; ok && a.Limits.Get(r) == probeLimits.Get(r) {
 			caps[r] = e
-		case r == cgroup.CPU:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelCooperative, Method: cgroup.MethodQoS, Reason: notApplied(r)}
-		default:
-			caps[r] = cgroup.Enforcement{Level: v1alpha1.LevelAccounted, Method: cgroup.MethodAccounting, Reason: notApplied(r)}
+		} else {
+			caps[r] = cgroup.BelowKernel(r, notApplied(r))
 		}
 	}
 	return caps, nil
@@ -194,5 +189,5 @@ func (b *Backend) Probe(ctx context.Context) (caps cgroup.Capabilities, err erro
 // is not its to give.
 func notApplied(r cgroup.Resource) string {
 	return fmt.Sprintf("systemd took %s= for a probe slice but its cgroup does not hold it: the %s controller is not delegated to this manager (a user manager gets what user@.service's Delegate= gives; on a hybrid host the v1 controllers are not systemd's to delegate)",
-		map[cgroup.Resource]string{cgroup.CPU: "CPUQuota", cgroup.Memory: "MemoryMax", cgroup.PIDs: "TasksMax"}[r], cgroup.Controller(r))
+		unitProperties.Get(r).setting, cgroup.Controller(r))
 }

@@ -321,25 +321,33 @@ func checkLimits(l cgroup.Limits) error {
 	return nil
 }
 
+// unitProperty is the unit property that holds a resource's limit.
+type unitProperty struct {
+	// name is the D-Bus property; setting is the unit file setting a
+	// person writes for it.
+	name, setting string
+	// scale is the property's units per unit of cgroup.Limits.
+	scale uint64
+}
+
+// unitProperties holds each resource's unit property. CPU is
+// CPUQuotaPerSecUSec, CPU time per second of wall time: one thousandth
+// of a core is 1000 µs per second.
+var unitProperties = cgroup.PerResource[unitProperty]{
+	CPU:    unitProperty{name: "CPUQuotaPerSecUSec", setting: "CPUQuota", scale: 1000},
+	Memory: unitProperty{name: "MemoryMax", setting: "MemoryMax", scale: 1},
+	PIDs:   unitProperty{name: "TasksMax", setting: "TasksMax", scale: 1},
+}
+
 // limitProperty returns the unit property that sets r's limit to v (0: no
-// limit). CPU is CPUQuotaPerSecUSec, CPU time per second of wall time:
-// one thousandth of a core is 1000 µs per second.
+// limit).
 func limitProperty(r cgroup.Resource, v int64) sdbus.Property {
+	p := unitProperties.Get(r)
 	u := uint64(infinity)
 	if v > 0 {
-		u = uint64(v)
+		u = uint64(v) * p.scale
 	}
-	switch r {
-	case cgroup.CPU:
-		if v > 0 {
-			u = uint64(v) * 1000
-		}
-		return sdbus.Property{Name: "CPUQuotaPerSecUSec", Value: dbus.MakeVariant(u)}
-	case cgroup.Memory:
-		return sdbus.Property{Name: "MemoryMax", Value: dbus.MakeVariant(u)}
-	default:
-		return sdbus.Property{Name: "TasksMax", Value: dbus.MakeVariant(u)}
-	}
+	return sdbus.Property{Name: p.name, Value: dbus.MakeVariant(u)}
 }
 
 // limitProperties returns the properties that set the nonzero limits of l.
@@ -357,21 +365,14 @@ func limitProperties(l cgroup.Limits) []sdbus.Property {
 // told, not what the kernel enforces) from its slice or scope properties.
 func unitLimits(props map[string]dbus.Variant) (cgroup.Limits, error) {
 	var l cgroup.Limits
-	for _, f := range []struct {
-		name  string
-		into  *int64
-		scale uint64
-	}{
-		{"CPUQuotaPerSecUSec", &l.CPUMilli, 1000},
-		{"MemoryMax", &l.MemoryBytes, 1},
-		{"TasksMax", &l.Tasks, 1},
-	} {
-		v, ok := props[f.name].Value().(uint64)
+	for _, r := range cgroup.AllResources {
+		p := unitProperties.Get(r)
+		v, ok := props[p.name].Value().(uint64)
 		if !ok {
-			return cgroup.Limits{}, fmt.Errorf("unit property %s is %v, want a uint64", f.name, props[f.name])
+			return cgroup.Limits{}, fmt.Errorf("unit property %s is %v, want a uint64", p.name, props[p.name])
 		}
 		if v != infinity {
-			*f.into = int64(min(v/f.scale, math.MaxInt64))
+			l.Set(r, int64(min(v/p.scale, math.MaxInt64)))
 		}
 	}
 	return l, nil

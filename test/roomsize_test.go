@@ -238,3 +238,126 @@ func functionsStaySmall(t *testing.T, dir string, most int) {
 		}
 	}
 }
+
+// resourceFile is the one file that tells a resource's field: every other
+// per-resource value goes through cgroup.PerResource.
+const resourceFile = "internal/cgroup/resource.go"
+
+// No switch picks a resource's field or file outside cgroup.PerResource:
+// limits, budgets, levels, plans, limit files and unit properties are
+// all kept per resource by the one type, so that a resource is added, or
+// a field renamed, in one place.
+func TestPerResourceSwitchInOneRoom(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != ".." {
+			return filepath.SkipDir
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || rel == resourceFile {
+			return nil
+		}
+		file, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, pos := range resourceSwitches(file) {
+			t.Errorf("%s: a switch over cpu, memory and pids: keep the resource's value in a cgroup.PerResource (%s)", fset.Position(pos), resourceFile)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The check finds the switches it forbids, in each form they took.
+func TestPerResourceSwitchRoomCheckFindsOne(t *testing.T) {
+	for name, src := range map[string]string{
+		"tagged": `package p
+func get(r cgroup.Resource) int64 {
+	switch r {
+	case cgroup.CPU:
+		return 1
+	case cgroup.Memory:
+		return 2
+	}
+	return 3
+}`,
+		"conditions, in package cgroup": `package cgroup
+func read(r Resource, m Method) {
+	switch {
+	case r == CPU && m == MethodCgroupV1:
+	case r == PIDs:
+	}
+}`,
+		"names": `package p
+func property(r string) string {
+	switch r {
+	case "cpu":
+		return "CPUQuota"
+	case "memory":
+		return "MemoryMax"
+	case "pids":
+		return "TasksMax"
+	}
+	return ""
+}`,
+	} {
+		file, err := parser.ParseFile(token.NewFileSet(), name+".go", src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resourceSwitches(file); len(got) != 1 {
+			t.Errorf("%s: found %d per-resource switches, want 1", name, len(got))
+		}
+	}
+}
+
+// resourceSwitches returns where file switches over resources: a switch
+// whose cases name two or more of cgroup's resource constants, or all
+// three resources' names as strings. A case naming one resource alone,
+// such as CPU's scheduling priority, is no per-resource switch.
+func resourceSwitches(file *ast.File) []token.Pos {
+	inCgroup := file.Name.Name == "cgroup"
+	var found []token.Pos
+	ast.Inspect(file, func(n ast.Node) bool {
+		sw, ok := n.(*ast.SwitchStmt)
+		if !ok {
+			return true
+		}
+		consts, names := map[string]bool{}, map[string]bool{}
+		for _, c := range sw.Body.List {
+			for _, e := range c.(*ast.CaseClause).List {
+				ast.Inspect(e, func(n ast.Node) bool {
+					switch x := n.(type) {
+					case *ast.SelectorExpr:
+						if pkg, ok := x.X.(*ast.Ident); ok && pkg.Name == "cgroup" && isResource(x.Sel.Name) {
+							consts[x.Sel.Name] = true
+						}
+						return false
+					case *ast.Ident:
+						if inCgroup && isResource(x.Name) {
+							consts[x.Name] = true
+						}
+					case *ast.BasicLit:
+						if s := strings.Trim(x.Value, "\"`"); s == "cpu" || s == "memory" || s == "pids" {
+							names[s] = true
+						}
+					}
+					return true
+				})
+			}
+		}
+		if len(consts) >= 2 || len(names) == 3 {
+			found = append(found, sw.Pos())
+		}
+		return true
+	})
+	return found
+}
+
+func isResource(name string) bool { return name == "CPU" || name == "Memory" || name == "PIDs" }

@@ -91,9 +91,14 @@ func wants(t *testing.T, out string, want ...string) {
 // {tmp} writable, writes elsewhere refused, its none path hidden, and
 // marshald's config dir, state dir and API socket out of reach; {tmp}
 // is removed once the launch is settled. A profile without filesystem
-// is unchanged. An edit of the rules applies to the next launch.
+// is unchanged. An edit of the rules applies to the next launch. doctor
+// says the profile gets its rules here.
 func TestConfinementThroughMarshald(t *testing.T) {
 	e := newConfineEnv(t)
+	if doctor := e.ctl("doctor"); !strings.Contains(doctor.stdout, "✔ filesystem confinement: profile confined: its ") ||
+		!strings.Contains(doctor.stdout, "rules (default read) are given: Landlock ABI ") {
+		t.Errorf("doctor:\n%s\nwant profile confined's rules said given", doctor.stdout)
+	}
 	r := e.runNow("-w", "ws", "--", "sh", "-c", e.probe())
 	if r.code != 0 {
 		t.Fatalf("run: %+v", r)
@@ -131,8 +136,8 @@ func TestConfinementThroughMarshald(t *testing.T) {
 
 // A host that cannot give the rules (simulated: Landlock ABI 1) refuses
 // a launch of the confined profile with ISOLATION_UNSUPPORTED before
-// anything starts, and doctor says so; the profile without filesystem
-// still runs.
+// anything starts, and doctor says so for that profile; the profile
+// without filesystem still runs.
 func TestConfinementRefusedWhereTheHostCannot(t *testing.T) {
 	e := newConfineEnv(t, "MARSHAL_LANDLOCK_ABI_MAX=1")
 	r := e.runNow("-w", "ws", "--", "sh", "-c", "echo ran > "+e.outside+"/ran")
@@ -150,6 +155,13 @@ func TestConfinementRefusedWhereTheHostCannot(t *testing.T) {
 	doctor := e.ctl("doctor")
 	if !strings.Contains(doctor.stdout, "filesystem confinement") || !strings.Contains(doctor.stdout, "confined") {
 		t.Errorf("doctor:\n%s\nwant the filesystem confinement check naming profile confined", doctor.stdout)
+	}
+	if !strings.Contains(doctor.stdout, "✘ filesystem confinement: profile confined: its ") ||
+		!strings.Contains(doctor.stdout, "cannot be given here, its launches are refused with ISOLATION_UNSUPPORTED: "+want) {
+		t.Errorf("doctor:\n%s\nwant profile confined's rules said refused, and why", doctor.stdout)
+	}
+	if strings.Contains(doctor.stdout, "profile open") {
+		t.Errorf("doctor:\n%s\nwant no filesystem line for profile open, which declares none", doctor.stdout)
 	}
 	r = e.runNow("-w", "plain", "--", "true")
 	if r.code != 0 {

@@ -67,7 +67,8 @@ func (d *Daemon) doctor(ctx context.Context) localapi.Doctor {
 		checks = append(checks, c)
 	}
 
-	checks = append(checks, d.admissionCheck(), d.netnsCheck(ctx), d.egressCheck(), d.filesystemCheck(ctx))
+	checks = append(checks, d.admissionCheck(), d.netnsCheck(ctx), d.egressCheck())
+	checks = append(checks, d.filesystemChecks(ctx)...)
 
 	if d.kube != nil {
 		rep.Checks = append(checks, d.kubernetesCheck())

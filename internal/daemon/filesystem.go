@@ -73,38 +73,61 @@ func (d *Daemon) ownPaths() []string {
 	return out
 }
 
-// filesystemCheck says, for marshalctl doctor, what filesystem
-// confinement this host gives, and which declared profiles need it.
-func (d *Daemon) filesystemCheck(ctx context.Context) localapi.Check {
+// filesystemChecks say, for marshalctl doctor, what filesystem
+// confinement this host gives, then, for each declared profile with
+// spec.filesystem, whether its launches get their rules here or are
+// refused, and why.
+func (d *Daemon) filesystemChecks(ctx context.Context) []localapi.Check {
 	c := localapi.Check{Name: "filesystem confinement"}
+	var profiles []*v1alpha1.Profile
 	var needs []string
 	for _, obj := range d.stores.Desired.List(v1alpha1.KindProfile) {
 		if p, ok := obj.(*v1alpha1.Profile); ok && p.Spec.Filesystem != nil {
+			profiles = append(profiles, p)
 			needs = append(needs, p.Metadata.Name)
 		}
 	}
+	fix := "install " + isolation.HelperName + " beside marshald; a kernel with Landlock ABI 2 or later (Linux 5.19+, landlock in lsm=); allow user namespaces " +
+		"(user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 install dist/apparmor/marshal-confine)"
 	abi, err := d.filesystemAvailable(ctx)
-	if err == nil {
+	given := ""
+	switch {
+	case err == nil:
 		c.OK = true
 		c.Detail = fmt.Sprintf("available: Landlock ABI %d with mounts in a user namespace", abi)
+		given = fmt.Sprintf("given: Landlock ABI %d with mounts in a user namespace", abi)
 		if abi < isolation.ScopeLandlockABI {
-			c.Detail += fmt.Sprintf("; abstract unix sockets and signals are not scoped (Landlock ABI %d or later does)", isolation.ScopeLandlockABI)
+			unscoped := fmt.Sprintf("; abstract unix sockets and signals are not scoped (Landlock ABI %d or later does)", isolation.ScopeLandlockABI)
+			c.Detail += unscoped
+			given += unscoped
 		}
 		if len(needs) > 0 {
 			c.Detail += "; profiles " + strings.Join(needs, ", ") + " get their rules"
 		}
-		return c
+	case len(needs) > 0:
+		c.Detail = err.Error() + "; launches of profiles " + strings.Join(needs, ", ") + " are refused"
+		c.Fix = fix
+	default:
+		c.OK = true
+		c.Detail = err.Error() + "; no profile declares spec.filesystem"
 	}
-	c.Detail = err.Error()
-	c.Fix = "install " + isolation.HelperName + " beside marshald; a kernel with Landlock ABI 2 or later (Linux 5.19+, landlock in lsm=); allow user namespaces " +
-		"(user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 install dist/apparmor/marshal-confine)"
-	if len(needs) > 0 {
-		c.Detail += "; launches of profiles " + strings.Join(needs, ", ") + " are refused"
-		return c
+	checks := []localapi.Check{c}
+	for _, p := range profiles {
+		pc := localapi.Check{Name: "filesystem confinement: profile " + p.Metadata.Name, OK: err == nil}
+		rules := len(p.Spec.Filesystem.Effective())
+		def := p.Spec.Filesystem.Default
+		if def == "" {
+			def = v1alpha1.FileRead
+		}
+		if err == nil {
+			pc.Detail = fmt.Sprintf("its %d rules (default %s) are %s", rules, def, given)
+		} else {
+			pc.Detail = fmt.Sprintf("its %d rules cannot be given here, its launches are refused with ISOLATION_UNSUPPORTED: %v", rules, err)
+			pc.Fix = fix
+		}
+		checks = append(checks, pc)
 	}
-	c.OK = true
-	c.Detail += "; no profile declares spec.filesystem"
-	return c
+	return checks
 }
 
 func (d *Daemon) filesystemAvailable(ctx context.Context) (int, error) {

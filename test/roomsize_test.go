@@ -107,6 +107,38 @@ func TestEgressRequestsTakeOnePath(t *testing.T) {
 	}
 }
 
+// Who is at the other end of a socket is read in package peer alone: no
+// other package asks the kernel for a socket's peer credentials, a pidfd
+// of its peer or a TCP socket's group. devguardtest stands for a client
+// of marshald's, which reads the authority as any program would.
+func TestPeerIdentificationInOnePackage(t *testing.T) {
+	asks := []string{"unix.GetsockoptUcred", "unix.SO_PEERCRED", "unix.SO_PEERPIDFD", "unix.NETLINK_SOCK_DIAG"}
+	for _, root := range []string{"../internal", "../cmd"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+			if strings.HasPrefix(rel, "internal/peer/") || strings.HasPrefix(rel, "internal/devguardwire/devguardtest/") {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, ask := range asks {
+				if bytes.Contains(data, []byte(ask)) {
+					t.Errorf("%s uses %s: a socket's peer is package peer's to read", rel, ask)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // egressFuncs returns the functions and methods of internal/egress's
 // non-test files by name.
 func egressFuncs(t *testing.T) map[string]*ast.FuncDecl {

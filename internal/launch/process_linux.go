@@ -13,6 +13,7 @@ import (
 
 	"github.com/marshal-dev/marshal/internal/admission"
 	"github.com/marshal-dev/marshal/internal/identity"
+	"github.com/marshal-dev/marshal/internal/peer"
 )
 
 // PinPeer pins the process at the other end of conn, the caller of a
@@ -21,39 +22,23 @@ import (
 // that pid, whose start time is then read. It returns an error wrapping
 // ErrProcessGone when the caller has exited.
 func PinPeer(conn *net.UnixConn) (*Process, error) {
-	raw, err := conn.SyscallConn()
-	if err != nil {
-		return nil, fmt.Errorf("pinning the caller: %w", err)
-	}
-	var (
-		cred           *unix.Ucred
-		pidfd          = -1
-		credErr, fdErr error
-	)
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if credErr == nil {
-			pidfd, fdErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PEERPIDFD)
-		}
-	}); err != nil {
-		return nil, fmt.Errorf("pinning the caller: %w", err)
-	}
+	cred, pidfd, err := peer.CredentialsPidfd(conn)
 	switch {
-	case credErr != nil:
-		return nil, fmt.Errorf("caller credentials: %w", credErr)
-	case cred.Pid <= 0:
+	case errors.Is(err, identity.ErrNoProcess):
+		return nil, fmt.Errorf("caller pid %d: %w", cred.PID, ErrProcessGone)
+	case err != nil:
+		return nil, fmt.Errorf("pinning the caller: %w", err)
+	case cred.PID <= 0:
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		return nil, fmt.Errorf("caller pid not visible here: %w", ErrProcessGone)
-	case fdErr == nil:
-	case errors.Is(fdErr, unix.ESRCH):
-		return nil, fmt.Errorf("caller pid %d: %w", cred.Pid, ErrProcessGone)
-	case errors.Is(fdErr, unix.ENOPROTOOPT), errors.Is(fdErr, unix.ENODATA), errors.Is(fdErr, unix.EINVAL):
+	case pidfd < 0:
 		// A kernel without SO_PEERPIDFD: open one for the pid, which the
 		// start time then confirms.
-		return Pin(int(cred.Pid), cred.Uid, 0)
-	default:
-		return nil, fmt.Errorf("caller pidfd: %w", fdErr)
+		return Pin(cred.PID, cred.UID, 0)
 	}
-	return pinned(pidfd, int(cred.Pid), cred.Uid, 0)
+	return pinned(pidfd, cred.PID, cred.UID, 0)
 }
 
 // Pin pins the running process pid of uid. want, when not zero, is the

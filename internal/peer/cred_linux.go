@@ -20,6 +20,15 @@ func Credentials(conn *net.UnixConn) (Cred, error) {
 	return cred, err
 }
 
+// CredentialsPidfd returns the credentials of the process at the other
+// end of conn, as Credentials does, and a pidfd that holds it
+// (SO_PEERPIDFD, Linux 6.5), or -1 where the kernel has none to give; the
+// caller closes it. The error wraps identity.ErrNoProcess when the peer
+// was reaped before a pidfd could be made for it.
+func CredentialsPidfd(conn *net.UnixConn) (Cred, int, error) {
+	return credentials(conn, true)
+}
+
 // identityOf returns the credentials of the process at the other end of
 // conn and its identity, as identity.Resolve gives it. The identity is
 // that of the peer itself, never of a later process that reused its pid:

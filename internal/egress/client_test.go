@@ -34,6 +34,9 @@ func client(mode string, args []string) error {
 	if mode == "connect-bench" {
 		return connectBench(args)
 	}
+	if mode == "resolve" {
+		return resolveName(args)
+	}
 	if mode == "hold" {
 		n, _ := strconv.Atoi(args[2])
 		var conns []net.Conn
@@ -207,5 +210,28 @@ func connectBench(args []string) error {
 		}
 		fmt.Fprintf(w, "direct %d connect %d relay %d\n", direct, connect, relayed)
 	}
+	return nil
+}
+
+// resolveName sends a SOCKS5 RESOLVE of NAME to the proxy at NETWORK
+// ADDRESS and prints the reply and the address it carries.
+func resolveName(args []string) error {
+	c, err := net.Dial(args[0], args[1])
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	name := args[2]
+	req := []byte{5, 1, 0, 5, 0xf0, 0, 3, byte(len(name))}
+	req = append(req, name...)
+	req = append(req, 0, 0)
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	var reply [2 + 10]byte
+	if _, err := io.ReadFull(c, reply[:]); err != nil {
+		return err
+	}
+	fmt.Printf("reply %d %d.%d.%d.%d\n", reply[3], reply[6], reply[7], reply[8], reply[9])
 	return nil
 }

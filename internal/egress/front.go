@@ -25,6 +25,9 @@ type request struct {
 	malformed, badTarget string
 	// full says the peer's share of connections is taken.
 	full bool
+	// resolve says the request asks only whether target's name may be
+	// reached, and for its placeholder address: nothing is dialed.
+	resolve bool
 }
 
 // front is a protocol's side of one request: how it answers it and
@@ -38,6 +41,13 @@ type front interface {
 	// check, when not nil, reads a tunnel's ClientHello first. It closes
 	// up.
 	carry(up net.Conn, check helloCheck) carried
+}
+
+// answerer is a front-end that answers a resolve request.
+type answerer interface {
+	// resolved answers that the name is allowed, with its placeholder
+	// address, and closes the connection.
+	resolved(addr netip.Addr)
 }
 
 // carried is what became of an allowed request once carried.
@@ -66,6 +76,21 @@ func (p *Proxy) handle(ctx context.Context, c *conn, req request, f front) {
 		rec.Verdict, rec.Reason = VerdictDeny, ReasonConnectionLimit
 	case req.badTarget != "":
 		rec.Verdict, rec.Error = VerdictError, req.badTarget
+	case req.resolve:
+		rec.Host = req.target.host
+		start := time.Now()
+		v := p.decideName(c.who, req.target)
+		rec.Verdict, rec.Reason, rec.Rule = v.verdict, v.reason, v.rule
+		p.observe(rec, time.Since(start))
+		ans, ok := f.(answerer)
+		if rec.Verdict != VerdictAllow || !ok {
+			break
+		}
+		a := Placeholder(req.target.name)
+		rec.Address = a.String()
+		p.finish(c, rec)
+		ans.resolved(a)
+		return
 	default:
 		rec.Host, rec.Port = req.target.host, req.target.port
 		start := time.Now()

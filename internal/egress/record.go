@@ -43,6 +43,10 @@ const (
 	ProtocolHTTP    = "http"
 	ProtocolConnect = "connect"
 	ProtocolSOCKS5  = "socks5"
+	// ProtocolDNS is a name a resolver asked about (SOCKS5 RESOLVE):
+	// decided by name, answered with a placeholder address, never
+	// looked up.
+	ProtocolDNS = "dns"
 )
 
 // Record is one decision of the proxy, as the audit log keeps it and the

@@ -23,6 +23,9 @@ const (
 	socksNoAcceptable = 0xff
 
 	socksConnect = 0x01
+	// socksResolve is Tor's extension: a request like CONNECT whose
+	// reply carries the name's address, and nothing is carried.
+	socksResolve = 0xf0
 
 	socksIPv4   = 0x01
 	socksDomain = 0x03
@@ -117,9 +120,14 @@ func readSOCKS(r io.Reader, w io.Writer) (socksRequest, error) {
 		return socksRequest{}, err
 	}
 	req.port = binary.BigEndian.Uint16(b[:2])
-	if req.cmd != socksConnect {
+	if req.cmd != socksConnect && req.cmd != socksResolve {
 		// BIND and UDP ASSOCIATE are not served.
 		return req, &socksError{reply: socksCommandNotSupported, msg: fmt.Sprintf("command %d", req.cmd)}
+	}
+	if req.cmd == socksResolve {
+		// The port of a RESOLVE means nothing.
+		req.port = 0
+		return req, nil
 	}
 	if req.port == 0 {
 		return req, &socksError{reply: socksHostUnreachable, msg: "port 0"}
@@ -167,6 +175,12 @@ func (p *Proxy) serveSOCKS(ctx context.Context, c *conn, full bool) {
 	case err != nil:
 		c.Close() // cut short: nothing to answer
 		return
+	case sr.cmd == socksResolve:
+		req.protocol, req.resolve = ProtocolDNS, true
+		// Only a name is resolved: an address is no question.
+		if req.target, err = newTarget(ProtocolDNS, sr.host, 0); err != nil || req.target.name == "" {
+			req.badTarget = ErrorBadHost
+		}
 	default:
 		if req.target, err = newTarget(ProtocolSOCKS5, sr.host, sr.port); err != nil {
 			req.badTarget = ErrorBadHost
@@ -212,6 +226,12 @@ func (f *socksFront) carry(up net.Conn, check helloCheck) carried {
 	f.c.SetReadDeadline(time.Time{})
 	f.p.lookForOwner(f.c)
 	return f.p.tunnel(f.c, up, nil, check)
+}
+
+// resolved answers a RESOLVE with addr, and closes the connection.
+func (f *socksFront) resolved(addr netip.Addr) {
+	socksReply(f.c.Conn, socksSucceeded, netip.AddrPortFrom(addr, 0))
+	f.c.Close()
 }
 
 // socksRefusal is the reply to a request rec says was refused or failed.

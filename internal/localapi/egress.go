@@ -58,7 +58,8 @@ type EgressRecord struct {
 	Command string `json:"command,omitempty"`
 	// Transport is how the peer reached the proxy: tcp or unix.
 	Transport string `json:"transport"`
-	// Protocol is http, connect or socks5.
+	// Protocol is http, connect or socks5; dns for a name a resolver
+	// asked about, which nothing was dialed for.
 	Protocol string `json:"protocol"`
 	// Host and Port are the destination asked for.
 	Host string `json:"host,omitempty"`

@@ -186,15 +186,144 @@ static int beneath(const struct rule *a, const struct rule *b)
 	return strncmp(a->real, b->real, a->len) == 0 && (b->real[a->len] == '/' || b->real[a->len] == '\0');
 }
 
+// fd_name is the name of what fd holds, as /proc says it; 0 when it
+// cannot say.
+static int fd_name(int fd, char *buf, size_t size)
+{
+	char link[32];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, size - 1);
+	if (n <= 0 || buf[0] != '/' || (size_t)n >= size - 1)
+		return 0;
+	buf[n] = '\0';
+	return 1;
+}
+
+// blocker finds the directory that keeps this user from resolving path:
+// the last one reached whose search permission is refused, following
+// symlinks as the kernel does. 0 when none is found (a path changed
+// meanwhile, or refused by something other than a directory's mode).
+static int blocker(const char *path, char *dir, size_t size)
+{
+	char cur[PATH_MAX];
+	if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur)
+		return 0;
+	for (int links = 0; links < 40; links++) {
+		// at: the directory reached so far, as /proc names it.
+		int at = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		const char *p = cur;
+		for (;;) {
+			while (*p == '/')
+				p++;
+			const char *end = strchrnul(p, '/');
+			if (at < 0 || end == p)
+				break;
+			char comp[NAME_MAX + 1], target[PATH_MAX];
+			if ((size_t)(end - p) > NAME_MAX)
+				break;
+			memcpy(comp, p, (size_t)(end - p));
+			comp[end - p] = '\0';
+			struct stat st;
+			if (fstatat(at, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+				int found = (errno == EACCES || errno == EPERM) && fd_name(at, dir, size);
+				close(at);
+				return found;
+			}
+			if (S_ISLNK(st.st_mode)) {
+				// Go on from where the link leads, with the rest.
+				ssize_t n = readlinkat(at, comp, target, sizeof target - 1);
+				char base[PATH_MAX];
+				if (n <= 0 || !fd_name(at, base, sizeof base))
+					break;
+				target[n] = '\0';
+				char next[PATH_MAX];
+				int w = target[0] == '/' ? snprintf(next, sizeof next, "%s%s", target, end)
+							 : snprintf(next, sizeof next, "%s/%s%s", base, target, end);
+				if (w < 0 || w >= (int)sizeof next)
+					break;
+				memcpy(cur, next, (size_t)w + 1);
+				close(at);
+				at = -2; // restart from /
+				break;
+			}
+			int next = openat(at, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			close(at);
+			at = next;
+			p = end;
+		}
+		if (at != -2) {
+			if (at >= 0)
+				close(at);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+// owns says whether this user may change the mode of what st describes,
+// as the agent, with the same user, may: its owner, or root (who may
+// change any mode).
+static int owns(const struct stat *st)
+{
+	uid_t uid = geteuid();
+	return uid == 0 || st->st_uid == uid;
+}
+
+// unreachable decides a rule whose path this user cannot resolve
+// (EACCES or EPERM). A rule that only grants is skipped: what cannot be
+// reached is not granted. A rule that hides or narrows (none, and read,
+// which narrows a write tree) is skipped only where the kernel itself
+// keeps the agent out for good: the directory that refuses the lookup
+// is another user's, so the agent, holding no capability over it, can
+// neither change its mode nor its ACL. Where the agent could get past
+// it (its own directory, which it may chmod; one in a directory it owns
+// or may write, which it may rename aside for one of its own, sticky
+// directories but for their owners excepted) the rule cannot be given
+// and the launch is refused: the profile said to hide the path. Moving
+// aside a directory higher up moves the blocker with it, still closed.
+static void unreachable(const struct rule *r, int err)
+{
+	if (r->access == FS_WRITE)
+		return;
+	const char *access = r->access == FS_NONE ? "none" : "read";
+	char dir[PATH_MAX], what[2 * PATH_MAX + 160];
+	struct stat st, pst;
+	if (!blocker(r->path, dir, sizeof dir) || stat(dir, &st) != 0) {
+		snprintf(what, sizeof what, "the rule %s:%s cannot be given: its path is out of this user's reach, and what refuses it was not found", access, r->path);
+		unsupported(what, err);
+	}
+	const char *why = NULL;
+	if (owns(&st)) {
+		why = "the launching user's own: the agent could change its mode";
+	} else if (strcmp(dir, "/") != 0) {
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof parent, "%s", dir);
+		char *slash = strrchr(parent, '/');
+		slash[slash == parent ? 1 : 0] = '\0';
+		if (stat(parent, &pst) == 0 &&
+		    (owns(&pst) || (!(pst.st_mode & S_ISVTX) && faccessat(AT_FDCWD, parent, W_OK, AT_EACCESS) == 0)))
+			why = "in a directory the launching user owns or may write: the agent could move it aside for its own";
+	}
+	if (why == NULL)
+		return; // another user's, and staying so: the kernel keeps the agent out
+	snprintf(what, sizeof what, "the rule %s:%s cannot be given: %s, which keeps this user from it, is %s", access, r->path, dir, why);
+	unsupported(what, err);
+}
+
 // resolve opens path and returns its name with every symlink followed,
 // the name of what the descriptor holds: three system calls where
 // realpath makes one per component. NULL when there is nothing there to
 // govern (absent, or out of this user's reach, as realpath would say).
-static char *resolve(const char *path, int *fd, struct stat *st)
+static char *resolve(const struct rule *r, int *fd, struct stat *st)
 {
+	const char *path = r->path;
 	*fd = open(path, O_PATH | O_CLOEXEC);
 	if (*fd < 0) {
-		if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP || errno == ENAMETOOLONG)
+		if (errno == EACCES || errno == EPERM) {
+			unreachable(r, errno);
+			return NULL;
+		}
+		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == ENAMETOOLONG)
 			return NULL;
 		unsupported("a rule's path could not be resolved", errno);
 	}
@@ -230,7 +359,7 @@ static void plan(void)
 		struct stat st;
 		r->fd = r->mnt = -1;
 		r->anchor = -1;
-		r->real = resolve(r->path, &r->found, &st);
+		r->real = resolve(r, &r->found, &st);
 		if (r->real == NULL)
 			continue;
 		r->len = strlen(r->real);

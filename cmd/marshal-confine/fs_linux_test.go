@@ -33,6 +33,7 @@ type probe struct {
 	Socket     string // a listening unix socket under a none path
 	Abstract   string // a listening abstract unix socket outside the agent
 	OutsidePID int    // a process outside the agent's tree
+	Secret     string // a file a rule hides, read as read_secret
 }
 
 func fsAgent() int {
@@ -79,6 +80,9 @@ func fsAgent() int {
 	try("list_ssh", func() error { _, err := os.ReadDir(filepath.Join(p.Home, ".ssh")); return err }())
 	try("read_aws", read(filepath.Join(p.Home, ".aws", "credentials")))
 	try("read_secret_file", read(filepath.Join(p.Home, ".netrc")))
+	if p.Secret != "" {
+		try("read_secret", read(p.Secret))
+	}
 	// A grandchild: the rules hold for the whole tree.
 	try("grandchild_read_ssh", run("sh", "-c", `sh -c 'cat "$1"' _ "$1"`, "_", filepath.Join(p.Home, ".ssh", "id_ed25519")))
 	try("write_hooks", write(filepath.Join(p.WS, ".git", "hooks", "pre-commit")))
@@ -212,6 +216,12 @@ func (x fsFixture) rules() []string {
 // the user cred names (nil: this process's), and returns what it found.
 func runFSAgent(t *testing.T, f fixture, x fsFixture, cred *unix.Ucred, env []string, args ...string) (map[string]string, error) {
 	t.Helper()
+	return runFSAgentProbe(t, f, x, probe{}, cred, env, args...)
+}
+
+// runFSAgentProbe is runFSAgent with the probe's Secret.
+func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.Ucred, env []string, args ...string) (map[string]string, error) {
+	t.Helper()
 	argv := append(append([]string{"exec"}, args...), "--", f.agent)
 	cmd := exec.Command(f.helper, argv...)
 	if cred != nil {
@@ -219,7 +229,8 @@ func runFSAgent(t *testing.T, f fixture, x fsFixture, cred *unix.Ucred, env []st
 			"--reuid=" + strconv.Itoa(int(cred.Uid)), "--regid=" + strconv.Itoa(int(cred.Gid)), "--clear-groups", f.helper,
 		}, argv...)...)
 	}
-	p, _ := json.Marshal(probe{Home: x.home, WS: x.ws, Socket: x.socket, Abstract: x.abstract, OutsidePID: os.Getpid()})
+	pr.Home, pr.WS, pr.Socket, pr.Abstract, pr.OutsidePID = x.home, x.ws, x.socket, x.abstract, os.Getpid()
+	p, _ := json.Marshal(pr)
 	cmd.Env = append(os.Environ(), append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)
 	cmd.Dir = x.ws
 	var stderr bytes.Buffer

@@ -118,7 +118,7 @@ void usage(const char *msg)
 {
 	fprintf(stderr, "marshal-confine: %s\n"
 		"usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]\n"
-		"                            [--fs-default read|none] [--fs none|read|write:PATH]... [--tmp PATH] -- PROGRAM [ARG...]\n"
+		"                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] -- PROGRAM [ARG...]\n"
 		"       marshal-confine check [--fs]\n", msg);
 	_exit(EXIT_USAGE);
 }

@@ -129,14 +129,19 @@ int fs_flag(const char *flag, const char *value)
 		return 1;
 	}
 	if (strcmp(flag, "--fs") == 0) {
+		// ACCESS[@ORIGIN]:PATH, ORIGIN the rule's field path, for a
+		// refusal to name.
 		const char *colon = strchr(value, ':');
-		int a = colon ? access_of(value, (size_t)(colon - value)) : -1;
+		const char *at = colon ? memchr(value, '@', (size_t)(colon - value)) : NULL;
+		const char *end = at ? at : colon;
+		int a = colon ? access_of(value, (size_t)(end - value)) : -1;
 		if (a < 0 || colon[1] != '/')
-			usage("--fs takes none, read or write, ':' and an absolute path");
+			usage("--fs takes none, read or write, optionally '@' and the rule's field path, ':' and an absolute path");
 		if (nrules == MAX_RULES)
 			usage("too many --fs rules");
 		rules[nrules].access = a;
 		rules[nrules].path = colon + 1;
+		rules[nrules].origin = at ? strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
 		nrules++;
 		return 1;
 	}
@@ -286,10 +291,14 @@ static void unreachable(const struct rule *r, int err)
 	if (r->access == FS_WRITE)
 		return;
 	const char *access = r->access == FS_NONE ? "none" : "read";
-	char dir[PATH_MAX], what[2 * PATH_MAX + 160];
+	char rule[PATH_MAX + 160], dir[PATH_MAX], what[3 * PATH_MAX + 160];
+	if (r->origin && *r->origin)
+		snprintf(rule, sizeof rule, "%s (%s:%s)", r->origin, access, r->path);
+	else
+		snprintf(rule, sizeof rule, "the rule %s:%s", access, r->path);
 	struct stat st, pst;
 	if (!blocker(r->path, dir, sizeof dir) || stat(dir, &st) != 0) {
-		snprintf(what, sizeof what, "the rule %s:%s cannot be given: its path is out of this user's reach, and what refuses it was not found", access, r->path);
+		snprintf(what, sizeof what, "%s cannot be given: its path is out of this user's reach, and what refuses it was not found", rule);
 		unsupported(what, err);
 	}
 	const char *why = NULL;
@@ -306,7 +315,7 @@ static void unreachable(const struct rule *r, int err)
 	}
 	if (why == NULL)
 		return; // another user's, and staying so: the kernel keeps the agent out
-	snprintf(what, sizeof what, "the rule %s:%s cannot be given: %s, which keeps this user from it, is %s", access, r->path, dir, why);
+	snprintf(what, sizeof what, "%s cannot be given: %s, which keeps this user from it, is %s", rule, dir, why);
 	unsupported(what, err);
 }
 

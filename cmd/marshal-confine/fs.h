@@ -17,6 +17,7 @@ enum { OP_NONE, OP_HIDE, OP_RO, OP_RW };
 struct rule {
 	int access;
 	const char *path;    // as given
+	const char *origin;  // its field path, for a refusal; NULL when none
 	char *real;          // resolved; NULL when it does not exist
 	size_t len;
 	int isdir;

@@ -64,14 +64,15 @@ func TestUnreachableRuleTheAgentCouldReachRefuses(t *testing.T) {
 		name             string
 		dirMode, mode    os.FileMode
 		dirUID, ownerUID int
-		viaLink          bool // the rule names it through a symlink
+		viaLink          bool   // the rule names it through a symlink
+		origin           string // the rule's field path, as marshald gives it
 	}{
 		// Its own directory, mode 0000: the agent chmods it back.
-		{"own_directory", 0o755, 0o000, uid, uid, false},
+		{"own_directory", 0o755, 0o000, uid, uid, false, "spec.filesystem.rules[3]"},
 		// Root's directory in one the user owns: moved aside.
-		{"in_own_directory", 0o755, 0o700, uid, 0, false},
+		{"in_own_directory", 0o755, 0o700, uid, 0, false, ""},
 		// The same, named through a relative symlink to the directory.
-		{"through_symlink", 0o755, 0o000, uid, uid, true},
+		{"through_symlink", 0o755, 0o000, uid, uid, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,13 +89,17 @@ func TestUnreachableRuleTheAgentCouldReachRefuses(t *testing.T) {
 				}
 				secret = filepath.Join(link, "secret")
 			}
+			flag, rule := "none:"+secret, "the rule none:"+secret
+			if c.origin != "" {
+				flag, rule = "none@"+c.origin+":"+secret, c.origin+" (none:"+secret+")"
+			}
 			_, err := runFSAgentProbe(t, f, x, probe{Secret: secret}, cred, nil,
-				append([]string{"--network", "host", "--attempt", "00ff"}, append(x.rules(), "--fs", "none:"+secret)...)...)
+				append([]string{"--network", "host", "--attempt", "00ff"}, append(x.rules(), "--fs", flag)...)...)
 			var ee *exec.ExitError
 			if err == nil || !errors.As(err, &ee) || ee.ExitCode() != 78 {
 				t.Fatalf("err = %v, want exit status 78: the hidden path would be the agent's to open", err)
 			}
-			for _, want := range []string{"ISOLATION_UNSUPPORTED: filesystem confinement unavailable: the rule none:" + secret + " cannot be given: " + locked + ", which", "nothing was started"} {
+			for _, want := range []string{"ISOLATION_UNSUPPORTED: filesystem confinement unavailable: " + rule + " cannot be given: " + locked + ", which", "nothing was started"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("refusal %q, want it to say %q", err, want)
 				}

@@ -31,7 +31,7 @@ func main() {
 }
 
 const usage = `usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]
-                            [--fs-default read|none] [--fs none|read|write:PATH]... [--tmp PATH] -- PROGRAM [ARG...]
+                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] -- PROGRAM [ARG...]
        marshal-confine check [--fs]`
 
 // serve relays the listener's connections to socket until the agent

@@ -37,7 +37,7 @@ func (d *Daemon) filesystem(fs *v1alpha1.FilesystemSpec, root string, uid uint32
 	for _, r := range fs.Effective() {
 		p := r.Path.Expand(home, root, isolation.TmpPrefix)
 		named[p] = true
-		out.Rules = append(out.Rules, isolation.FileRule{Access: string(r.Access), Path: p})
+		out.Rules = append(out.Rules, isolation.FileRule{Access: string(r.Access), Path: p, Origin: r.Origin})
 	}
 	for _, p := range d.ownPaths() {
 		if !named[p] {

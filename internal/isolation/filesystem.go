@@ -41,10 +41,13 @@ type Filesystem struct {
 }
 
 // FileRule is one path's access: "none", "read" or "write". Path is
-// absolute, or begins with TmpPrefix.
+// absolute, or begins with TmpPrefix. Origin, the field path of the rule
+// that set it ("spec.filesystem.rules[1]", or "default"), is what the
+// helper's refusal names; "" for marshald's own paths.
 type FileRule struct {
 	Access string
 	Path   string
+	Origin string
 }
 
 // TmpDir is the temporary directory of the launch with ID id, which the
@@ -60,7 +63,11 @@ func (fs *Filesystem) args(args []string, tmp string) []string {
 		if rest, ok := strings.CutPrefix(p, TmpPrefix); ok {
 			p = tmp + rest
 		}
-		args = append(args, "--fs", r.Access+":"+p)
+		access := r.Access
+		if r.Origin != "" && !strings.ContainsAny(r.Origin, ":@") {
+			access += "@" + r.Origin
+		}
+		args = append(args, "--fs", access+":"+p)
 	}
 	return args
 }

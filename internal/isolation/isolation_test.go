@@ -18,6 +18,17 @@ func TestCommandRunsTheAgentThroughTheHelper(t *testing.T) {
 				"--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
 		{"no_way_out", Launch{Helper: "/usr/bin/marshal-confine"},
 			[]string{"/usr/bin/marshal-confine", "exec", "--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
+		// Each rule carries its field path for a refusal to name; one
+		// that cannot be carried is left out, and marshald's own have none.
+		{"filesystem", Launch{Helper: "/usr/bin/marshal-confine", HostNetwork: true, ID: "7", Filesystem: &Filesystem{Default: "read", Rules: []FileRule{
+			{Access: "write", Path: TmpPrefix, Origin: "default"},
+			{Access: "none", Path: "/home/a/.ssh", Origin: "spec.filesystem.rules[1]"},
+			{Access: "none", Path: "/home/a/x", Origin: "a:b"},
+			{Access: "none", Path: "/etc/marshal"},
+		}}},
+			[]string{"/usr/bin/marshal-confine", "exec", "--network", "host", "--fs-default", "read", "--tmp", TmpDir("7"),
+				"--fs", "write@default:" + TmpDir("7"), "--fs", "none@spec.filesystem.rules[1]:/home/a/.ssh",
+				"--fs", "none:/home/a/x", "--fs", "none:/etc/marshal", "--argv0", "claude", "--", "/opt/bin/claude", "--resume"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path, argv := tc.l.Command("/opt/bin/claude", []string{"claude", "--resume"})

@@ -77,6 +77,11 @@ func (r *relays) relay(ctx context.Context, c net.Conn, socket string) {
 		return
 	}
 	defer r.forget(up)
+	join(c, up)
+}
+
+// join carries c to up and back until both directions ended.
+func join(c, up net.Conn) {
 	var wg sync.WaitGroup
 	wg.Go(func() { pipe(up, c) })
 	pipe(c, up)

@@ -6,8 +6,11 @@
 // peer: a process in the agent's scope and namespace, which is who it
 // attributes the connection to.
 //
-// The bridge understands no protocol and decides nothing: the proxy
-// does. It lives exactly as long as the agent (UntilExit), so the
+// The bridge decides nothing: the proxy does. It is also the agent's
+// resolver (ServeDNS): it asks the proxy about each name with SOCKS5
+// RESOLVE, answers allowed names with a placeholder address on loopback,
+// listens there, and carries what connects to the proxy by name. No
+// query leaves the namespace. It lives exactly as long as the agent (UntilExit), so the
 // agent's scope empties when the agent is gone.
 //
 // It is run by marshal-confine, which makes the namespace and the

@@ -50,12 +50,13 @@
 // What the Go side of the bridge reads; set in the bridge process only.
 int marshal_confine_bridge;
 int marshal_confine_listen_fd = -1;
+int marshal_confine_dns_fd = -1;
 int marshal_confine_agent_fd = -1;
 const char *marshal_confine_socket;
 
 
 // The bridge's fds, as the Go side finds them.
-enum { BRIDGE_LISTEN_FD = 3, BRIDGE_AGENT_FD = 4 };
+enum { BRIDGE_LISTEN_FD = 3, BRIDGE_AGENT_FD = 4, BRIDGE_DNS_FD = 5 };
 
 struct options {
 	int host_network;     // --network host: no network namespace
@@ -308,11 +309,16 @@ void unshare_user(int flags)
 		unshare_as_user(uid, gid, flags);
 }
 
-// isolate makes the namespaces and brings up loopback.
+// isolate makes the namespaces and brings up loopback. Every port of
+// the namespace is left unprivileged, so that the bridge, which keeps no
+// capability, may listen on the placeholders' ports 80 and 443: the
+// namespace has only loopback, and nothing beyond it to guard.
 static void isolate(void)
 {
 	unshare_user(CLONE_NEWNET);
 	loopback_up();
+	if (write_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0") != 0)
+		unsupported("the namespace's unprivileged ports could not be set", errno);
 }
 
 // listen_bridge listens on the bridge's address inside the namespace.
@@ -331,22 +337,41 @@ static int listen_bridge(int port)
 	return s;
 }
 
+// listen_dns binds the agent's resolver, the bridge's, to 127.0.0.1:53
+// (UDP) inside the namespace, which this process may as root of its
+// user namespace.
+static int listen_dns(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		unsupported("the bridge's resolver could not listen", errno);
+	struct sockaddr_in addr;
+	memset(&addr, 0, sizeof addr);
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons(53);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(s, (struct sockaddr *)&addr, sizeof addr) != 0)
+		unsupported("the bridge's resolver could not listen on 127.0.0.1:53", errno);
+	return s;
+}
+
 // wait_for_work parks the bridge until a first connection is waiting, and
 // exits at once when the agent exits first: the Go runtime starts only
 // for a bridge that has work.
 static void wait_for_work(void)
 {
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{.fd = BRIDGE_LISTEN_FD, .events = POLLIN},
 		{.fd = BRIDGE_AGENT_FD, .events = POLLIN},
+		{.fd = BRIDGE_DNS_FD, .events = POLLIN},
 	};
 	for (;;) {
-		int n = poll(fds, 2, -1);
+		int n = poll(fds, 3, -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 || fds[1].revents)
 			_exit(0);
-		if (fds[0].revents)
+		if (fds[0].revents || fds[2].revents)
 			return;
 	}
 }
@@ -369,19 +394,22 @@ static void rename_bridge(void)
 }
 
 // hand_off_fds leaves the intermediate process holding only what the
-// bridge needs: the listener and the agent's pidfd as fds 3 and 4, and
+// bridge needs: the listener, the agent's pidfd and the resolver's
+// socket as fds 3, 4 and 5, and
 // /dev/null as its standard streams. Whatever else the agent was handed
 // stays the agent's: a pipe the bridge held open would outlive the agent,
 // and a reader waiting for its end (a shell's command substitution) would
 // wait for the bridge. It is done before the bridge is forked, so that the
 // launching process, which waits for the intermediate, execs the agent
 // only once no copy is left.
-static void hand_off_fds(int listener, int agent)
+static void hand_off_fds(int listener, int agent, int dns)
 {
-	// Out of the way first, so that neither lands on the other's place.
+	// Out of the way first, so that none lands on another's place.
 	int l = fcntl(listener, F_DUPFD_CLOEXEC, 10);
 	int a = fcntl(agent, F_DUPFD_CLOEXEC, 10);
-	if (l < 0 || a < 0 || dup3(l, BRIDGE_LISTEN_FD, O_CLOEXEC) < 0 || dup3(a, BRIDGE_AGENT_FD, O_CLOEXEC) < 0)
+	int d = fcntl(dns, F_DUPFD_CLOEXEC, 10);
+	if (l < 0 || a < 0 || d < 0 || dup3(l, BRIDGE_LISTEN_FD, O_CLOEXEC) < 0 ||
+	    dup3(a, BRIDGE_AGENT_FD, O_CLOEXEC) < 0 || dup3(d, BRIDGE_DNS_FD, O_CLOEXEC) < 0)
 		_exit(1);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0)
@@ -389,8 +417,8 @@ static void hand_off_fds(int listener, int agent)
 	for (int fd = 0; fd <= 2; fd++)
 		if (null != fd && dup2(null, fd) < 0)
 			_exit(1);
-	if (syscall(SYS_close_range, BRIDGE_AGENT_FD + 1, ~0U, 0) != 0) {
-		for (int fd = BRIDGE_AGENT_FD + 1; fd < 1024; fd++)
+	if (syscall(SYS_close_range, BRIDGE_DNS_FD + 1, ~0U, 0) != 0) {
+		for (int fd = BRIDGE_DNS_FD + 1; fd < 1024; fd++)
 			close(fd);
 	}
 }
@@ -424,6 +452,7 @@ static void become_bridge(void)
 	marshal_confine_bridge = 1;
 	marshal_confine_listen_fd = BRIDGE_LISTEN_FD;
 	marshal_confine_agent_fd = BRIDGE_AGENT_FD;
+	marshal_confine_dns_fd = BRIDGE_DNS_FD;
 	marshal_confine_socket = opts.socket;
 }
 
@@ -431,7 +460,7 @@ static void become_bridge(void)
 // of the agent's (nothing the agent waits for, no SIGCHLD it did not ask
 // for), and returns in this process. In the bridge it returns too, and
 // the Go runtime starts.
-static int start_bridge(int listener)
+static int start_bridge(int listener, int dns)
 {
 	// The agent is this process, which the pidfd names across the exec.
 	int agent = (int)syscall(SYS_pidfd_open, getpid(), 0);
@@ -443,7 +472,7 @@ static int start_bridge(int listener)
 	if (mid == 0) {
 		if (setsid() < 0)
 			_exit(1);
-		hand_off_fds(listener, agent);
+		hand_off_fds(listener, agent, dns);
 		ready_bridge();
 		pid_t bridge = fork();
 		if (bridge != 0)
@@ -458,6 +487,7 @@ static int start_bridge(int listener)
 		unsupported("the bridge could not be started", EAGAIN);
 	close(agent);
 	close(listener);
+	close(dns);
 	return 0;
 }
 
@@ -488,6 +518,7 @@ __attribute__((constructor)) static void marshal_confine_init(int argc, char **a
 		}
 		isolate();
 		close(listen_bridge(opts.port));
+		close(listen_dns());
 		_exit(0);
 	}
 	if (strcmp(argv[1], "exec") != 0)
@@ -500,7 +531,8 @@ __attribute__((constructor)) static void marshal_confine_init(int argc, char **a
 	if (!opts.host_network) {
 		isolate();
 		if (opts.socket) {
-			if (start_bridge(listen_bridge(opts.port)))
+			int listener = listen_bridge(opts.port);
+			if (start_bridge(listener, listen_dns()))
 				return; // the bridge: the Go runtime takes over
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/testutil"
@@ -50,6 +51,11 @@ type seen struct {
 	// BridgeFDs what its file descriptors are.
 	Bridge    int
 	BridgeFDs []string
+	// Resolver is the answer of 127.0.0.1:53 to a TXT question, or the
+	// error.
+	Resolver string
+	// PortStart is the namespace's net.ipv4.ip_unprivileged_port_start.
+	PortStart string
 }
 
 func TestMain(m *testing.M) {
@@ -86,6 +92,12 @@ func agent() int {
 			}
 			s.BridgeFDs = append(s.BridgeFDs, fd.Name()+"="+link)
 		}
+	}
+	if os.Getenv(envBridge) != "" {
+		s.Resolver = askResolver()
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start"); err == nil {
+		s.PortStart = strings.TrimSpace(string(b))
 	}
 	s.Host = dialErr(os.Getenv(envHostAddr))
 	s.Other = dialErr(os.Getenv(envOtherAddr))
@@ -124,6 +136,35 @@ func dialErr(addr string) string {
 	}
 	c.Close()
 	return ""
+}
+
+// askResolver asks 127.0.0.1:53 a TXT question, which the bridge's
+// resolver refuses without asking the proxy, and returns the answer's
+// rcode, or the error.
+func askResolver() string {
+	q := dnsmessage.Message{Header: dnsmessage.Header{ID: 7}, Questions: []dnsmessage.Question{
+		{Name: dnsmessage.MustNewName("a.test."), Type: dnsmessage.TypeTXT, Class: dnsmessage.ClassINET},
+	}}
+	b, _ := q.Pack()
+	c, err := net.Dial("udp", "127.0.0.1:53")
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(testutil.Deadline))
+	if _, err := c.Write(b); err != nil {
+		return err.Error()
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	if err != nil {
+		return err.Error()
+	}
+	var m dnsmessage.Message
+	if err := m.Unpack(buf[:n]); err != nil {
+		return err.Error()
+	}
+	return m.RCode.String()
 }
 
 // roundTrip sends msg, half-closes and returns the answer, or the error.
@@ -356,6 +397,12 @@ func TestTheBridgeIsTheOnlyWayOut(t *testing.T) {
 			if s.Bridged != "proxy:ping" {
 				t.Errorf("through the bridge: %q, want proxy:ping", s.Bridged)
 			}
+			if s.Resolver != "RCodeRefused" {
+				t.Errorf("the resolver at 127.0.0.1:53 answered a TXT question %q, want RCodeRefused", s.Resolver)
+			}
+			if s.PortStart != "0" {
+				t.Errorf("ip_unprivileged_port_start %q inside, want 0: the bridge listens on placeholders' ports 80 and 443", s.PortStart)
+			}
 			if s.Nsenter == 0 {
 				t.Error("nsenter --net=/proc/1/ns/net succeeded inside")
 			}
@@ -364,7 +411,7 @@ func TestTheBridgeIsTheOnlyWayOut(t *testing.T) {
 			}
 			// Before its first connection the bridge holds the listener,
 			// the agent's pidfd and /dev/null: nothing of the agent's.
-			if got, want := strings.Join(s.BridgeFDs, " "), "0=/dev/null 1=/dev/null 2=/dev/null 3=socket 4=anon_inode:[pidfd]"; got != want {
+			if got, want := strings.Join(s.BridgeFDs, " "), "0=/dev/null 1=/dev/null 2=/dev/null 3=socket 4=anon_inode:[pidfd] 5=socket"; got != want {
 				t.Errorf("the bridge's fds %q, want %q", got, want)
 			}
 			waitGone(t, s.Bridge)

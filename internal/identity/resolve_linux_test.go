@@ -17,40 +17,6 @@ import (
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
-// newScope creates marshal.slice/marshal-<profile>.slice/<scope> in the
-// tree's cgroup2 part and returns the identity a process in it has.
-func newScope(t testing.TB, c *testutil.CgroupTree, profile string) scope.Identity {
-	t.Helper()
-	id := scope.NewID()
-	name := scope.ScopeName(profile, id)
-	rel := filepath.Join(c.Rel, scope.RootSlice, scope.SliceName(profile), name)
-	if err := os.MkdirAll(filepath.Join(c.Mounts.V2, rel), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return scope.Identity{Profile: profile, ID: id, Scope: name, Path: rel}
-}
-
-// movePID writes pid to the cgroup.procs of the group dir.
-func movePID(t testing.TB, dir string, pid int) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		t.Fatalf("moving pid %d into %s: %v", pid, dir, err)
-	}
-}
-
-// isolateSystemdHierarchy moves pid into the tree's own group of the
-// name=systemd hierarchy, where one is mounted, so that the hierarchy
-// the test process happens to run in cannot name a scope for it.
-func isolateSystemdHierarchy(t testing.TB, c *testutil.CgroupTree, pid int) {
-	t.Helper()
-	if mnt := c.Mounts.V1["name=systemd"]; mnt != "" {
-		movePID(t, filepath.Join(mnt, c.Rel), pid)
-	}
-}
-
 // start starts cmd and kills and reaps it when t ends.
 func start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 	t.Helper()
@@ -67,15 +33,15 @@ func start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 func startSleep(t testing.TB, c *testutil.CgroupTree) int {
 	t.Helper()
 	pid := start(t, exec.Command("sleep", "60")).Process.Pid
-	isolateSystemdHierarchy(t, c, pid)
+	c.IsolateSystemdHierarchy(t, pid)
 	return pid
 }
 
 func TestResolveProcessInScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "coder")
+	want := c.NewScope(t, "coder")
 	pid := startSleep(t, c)
-	movePID(t, filepath.Join(c.Mounts.V2, want.Path), pid)
+	testutil.MovePID(t, filepath.Join(c.Mounts.V2, want.Path), pid)
 
 	got, err := Resolve(pid)
 	if err != nil {
@@ -88,7 +54,7 @@ func TestResolveProcessInScope(t *testing.T) {
 
 func TestResolveGrandchildInScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "my-agent")
+	want := c.NewScope(t, "my-agent")
 	// The shell forks its sleep only after it is in the scope: it waits for
 	// a line on stdin, then prints the sleep's pid.
 	sh := exec.Command("sh", "-c", `read go; sleep 60 & echo $!; wait`)
@@ -101,8 +67,8 @@ func TestResolveGrandchildInScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, sh)
-	isolateSystemdHierarchy(t, c, sh.Process.Pid)
-	movePID(t, filepath.Join(c.Mounts.V2, want.Path), sh.Process.Pid)
+	c.IsolateSystemdHierarchy(t, sh.Process.Pid)
+	testutil.MovePID(t, filepath.Join(c.Mounts.V2, want.Path), sh.Process.Pid)
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +91,10 @@ func TestResolveGrandchildInScope(t *testing.T) {
 
 func TestResolveProcessInSubGroupOfScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "coder")
+	want := c.NewScope(t, "coder")
 	pid := startSleep(t, c)
 	// A group the agent made inside its scope, two levels down.
-	movePID(t, filepath.Join(c.Mounts.V2, want.Path, "build", "step-1"), pid)
+	testutil.MovePID(t, filepath.Join(c.Mounts.V2, want.Path, "build", "step-1"), pid)
 
 	got, err := Resolve(pid)
 	if wantID := (Identity{Identity: want, PID: pid, Hierarchy: Unified}); err != nil || got != wantID {
@@ -142,12 +108,12 @@ func TestResolveNameSystemdHierarchy(t *testing.T) {
 	if mnt == "" {
 		t.Skip("needs a name=systemd hierarchy (hybrid or legacy host)")
 	}
-	want := newScope(t, c, "coder")
+	want := c.NewScope(t, "coder")
 	pid := startSleep(t, c)
 	// In the scope in systemd's v1 hierarchy only; in cgroup2 it stays in
 	// the tree's root, which names no scope.
-	movePID(t, filepath.Join(mnt, want.Path, "sub"), pid)
-	movePID(t, c.V2(), pid)
+	testutil.MovePID(t, filepath.Join(mnt, want.Path, "sub"), pid)
+	testutil.MovePID(t, c.V2(), pid)
 
 	got, err := Resolve(pid)
 	if wantID := (Identity{Identity: want, PID: pid, Hierarchy: NameSystemd}); err != nil || got != wantID {
@@ -157,7 +123,7 @@ func TestResolveNameSystemdHierarchy(t *testing.T) {
 
 func TestResolveProcessOutsideScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	sc := newScope(t, c, "coder")
+	sc := c.NewScope(t, "coder")
 	tests := []struct {
 		name  string
 		group string // relative to the cgroup2 mount
@@ -170,7 +136,7 @@ func TestResolveProcessOutsideScope(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pid := startSleep(t, c)
-			movePID(t, filepath.Join(c.Mounts.V2, tc.group), pid)
+			testutil.MovePID(t, filepath.Join(c.Mounts.V2, tc.group), pid)
 			got, err := Resolve(pid)
 			if !errors.Is(err, ErrNotManaged) || errors.Is(err, ErrNoProcess) {
 				t.Errorf("Resolve(%d) in %s = %+v, %v, want ErrNotManaged", pid, tc.group, got, err)
@@ -205,13 +171,13 @@ func TestResolveNoProcess(t *testing.T) {
 
 func TestResolveExitedProcessInRemovedScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "coder")
+	want := c.NewScope(t, "coder")
 	dir := filepath.Join(c.Mounts.V2, want.Path)
 	cmd := exec.Command("sleep", "60")
 	start(t, cmd)
 	pid := cmd.Process.Pid
-	isolateSystemdHierarchy(t, c, pid)
-	movePID(t, dir, pid)
+	c.IsolateSystemdHierarchy(t, pid)
+	testutil.MovePID(t, dir, pid)
 
 	// Killed and not reaped: a zombie, still referring to its scope. The
 	// kernel counts the scope unpopulated before it reports the exit, so
@@ -253,9 +219,9 @@ func TestReadProcCgroupGrowsBuffer(t *testing.T) {
 func BenchmarkResolve(b *testing.B) {
 	b.Run("managed", func(b *testing.B) {
 		c := testutil.NewCgroupTree(b)
-		sc := newScope(b, c, "coder")
+		sc := c.NewScope(b, "coder")
 		pid := startSleep(b, c)
-		movePID(b, filepath.Join(c.Mounts.V2, sc.Path, "sub"), pid)
+		testutil.MovePID(b, filepath.Join(c.Mounts.V2, sc.Path, "sub"), pid)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := Resolve(pid); err != nil {

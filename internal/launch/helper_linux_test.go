@@ -3,7 +3,6 @@ package launch
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/marshal-dev/marshal/internal/cgroup"
 	"github.com/marshal-dev/marshal/internal/isolation"
 	"github.com/marshal-dev/marshal/internal/scope"
-	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 // helperConsumer is the consumer whose instance owns the grants of these
@@ -352,21 +350,7 @@ func TestObserveOfAScopeLostIsSuspect(t *testing.T) {
 	if r := h.lookupAs(p, key); r.Phase != admission.PhaseRunAuthorized || r.ScopeLost {
 		t.Fatalf("observed while the helper runs = %s, lost %v; want run_authorized", r.Phase, r.ScopeLost)
 	}
-	c.exit(t)
-	sc := cgroup.Scope{Name: scope.ScopeName("coder", id), Profile: "coder", ID: id}
-	h.l.mu.Lock()
-	sc.Path = h.l.launches[id].path
-	h.l.mu.Unlock()
-	testutil.Eventually(t, h.changed, func() bool {
-		events, err := cgroup.ReadEvents(filepath.Join(h.mount, sc.Path))
-		return err == nil && !events.Populated
-	}, "the helper's scope to empty")
-	if err := h.backend.RemoveScope(t.Context(), sc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(h.mount, sc.Path)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the scope is still there: %v", err)
-	}
+	sc := removeEnded(t, h, key, c)
 	if err := h.l.Observe(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,15 @@ import (
 func endedAndRemoved(t *testing.T, h *harness, p admission.Principal, id string) (admission.AttemptKey, cgroup.Scope) {
 	t.Helper()
 	key, _, c, _ := h.launchHelper(p, id)
+	sc := removeEnded(t, h, key, c)
+	sc.Path = ""
+	return key, sc
+}
+
+// removeEnded ends the helper c of key's launch, waits for its scope to
+// empty and removes it, and returns the scope as it was.
+func removeEnded(t *testing.T, h *harness, key admission.AttemptKey, c *caller) cgroup.Scope {
+	t.Helper()
 	c.exit(t)
 	lid := key.ID()
 	sc := cgroup.Scope{Name: scope.ScopeName("coder", lid), Profile: "coder", ID: lid}
@@ -36,8 +45,7 @@ func endedAndRemoved(t *testing.T, h *harness, p admission.Principal, id string)
 	if _, err := os.Stat(filepath.Join(h.mount, sc.Path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the scope is still there: %v", err)
 	}
-	sc.Path = ""
-	return key, sc
+	return sc
 }
 
 // A charged launch whose scope is gone before anything saw it empty is

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -110,40 +109,6 @@ func TestCredentialsOverListenerIsThisProcess(t *testing.T) {
 	}
 }
 
-// newScope creates marshal.slice/marshal-<profile>.slice/<scope> in the
-// tree's cgroup2 part and returns the identity a process in it has.
-func newScope(t testing.TB, c *testutil.CgroupTree, profile string) scope.Identity {
-	t.Helper()
-	id := scope.NewID()
-	name := scope.ScopeName(profile, id)
-	rel := filepath.Join(c.Rel, scope.RootSlice, scope.SliceName(profile), name)
-	if err := os.MkdirAll(filepath.Join(c.Mounts.V2, rel), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return scope.Identity{Profile: profile, ID: id, Scope: name, Path: rel}
-}
-
-// movePID writes pid to the cgroup.procs of the group dir.
-func movePID(t testing.TB, dir string, pid int) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-		t.Fatalf("moving pid %d into %s: %v", pid, dir, err)
-	}
-}
-
-// isolateSystemdHierarchy moves pid into the tree's own group of the
-// name=systemd hierarchy, where one is mounted, so that the hierarchy
-// the test process happens to run in cannot name a scope for it.
-func isolateSystemdHierarchy(t testing.TB, c *testutil.CgroupTree, pid int) {
-	t.Helper()
-	if mnt := c.Mounts.V1["name=systemd"]; mnt != "" {
-		movePID(t, filepath.Join(mnt, c.Rel), pid)
-	}
-}
-
 // start starts cmd and kills and reaps it when t ends.
 func start(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 	t.Helper()
@@ -218,15 +183,15 @@ func peerInScope(t *testing.T, c *testutil.CgroupTree, sc scope.Identity) (*peer
 	}
 	defer l.Close()
 	p := startPeer(t, socket)
-	isolateSystemdHierarchy(t, c, p.cmd.Process.Pid)
-	movePID(t, filepath.Join(c.Mounts.V2, sc.Path), p.cmd.Process.Pid)
+	c.IsolateSystemdHierarchy(t, p.cmd.Process.Pid)
+	testutil.MovePID(t, filepath.Join(c.Mounts.V2, sc.Path), p.cmd.Process.Pid)
 	p.dial(t)
 	return p, accept(t, l)
 }
 
 func TestIdentityOfProcessInScope(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	want := newScope(t, c, "coder")
+	want := c.NewScope(t, "coder")
 	p, conn := peerInScope(t, c, want)
 	pid := p.cmd.Process.Pid
 
@@ -265,7 +230,7 @@ func TestIdentityOfExitedPeer(t *testing.T) {
 // reaped since it connected is identity.ErrNoProcess.
 func TestGroupOf(t *testing.T) {
 	c := testutil.NewCgroupTree(t)
-	sc := newScope(t, c, "coder")
+	sc := c.NewScope(t, "coder")
 	p, conn := peerInScope(t, c, sc)
 	pid := p.cmd.Process.Pid
 	dir := filepath.Join(c.Mounts.V2, sc.Path)

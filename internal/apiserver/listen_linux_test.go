@@ -12,17 +12,6 @@ import (
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
-// shortDir returns a fresh directory with a short path, for sockets.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "mapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func mode(t *testing.T, path string) os.FileMode {
 	t.Helper()
 	fi, err := os.Lstat(path)
@@ -63,7 +52,7 @@ func TestListenModesIgnoreTheUmask(t *testing.T) {
 			if tc.root {
 				testutil.RequireRoot(t)
 			}
-			socket := filepath.Join(shortDir(t), "run", "marshal.sock")
+			socket := filepath.Join(testutil.ShortDir(t), "run", "marshal.sock")
 			old := syscall.Umask(0)
 			ln, err := tc.listen(socket)
 			syscall.Umask(old)
@@ -97,7 +86,7 @@ func TestListenModesIgnoreTheUmask(t *testing.T) {
 }
 
 func TestListenExistingDirectoryKeepsItsMode(t *testing.T) {
-	dir := shortDir(t)
+	dir := testutil.ShortDir(t)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +153,7 @@ func TestListenReplacesOnlyStaleSockets(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(shortDir(t), "marshal.sock")
+			path := filepath.Join(testutil.ShortDir(t), "marshal.sock")
 			cleanup := tc.prepare(t, path)
 			defer cleanup()
 			before, _ := os.Lstat(path)
@@ -194,7 +183,7 @@ func TestListenReplacesOnlyStaleSockets(t *testing.T) {
 }
 
 func TestListenerCloseRemovesOnlyItsOwnSocket(t *testing.T) {
-	dir := shortDir(t)
+	dir := testutil.ShortDir(t)
 	path := filepath.Join(dir, "marshal.sock")
 	ln, err := apiserver.Listen(path)
 	if err != nil {

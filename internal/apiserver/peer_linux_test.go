@@ -42,11 +42,7 @@ func getAs(t *testing.T, socket, path string, uid, gid uint32, groups ...uint32)
 // socketDir returns a fresh directory that every user may pass through.
 func socketDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "mapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortDir(t)
 	if err := os.Chmod(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}

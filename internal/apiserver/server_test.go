@@ -348,12 +348,7 @@ func TestWatchEvents(t *testing.T) {
 func TestServeStopsWatchesAndReturnsNil(t *testing.T) {
 	d := apiservertest.NewDaemon()
 	d.Set(profile("a", 1000))
-	dir, err := os.MkdirTemp("", "mapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "s.sock")
+	socket := filepath.Join(testutil.ShortDir(t), "s.sock")
 	ln, err := apiserver.Listen(socket)
 	if err != nil {
 		t.Fatal(err)

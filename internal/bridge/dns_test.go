@@ -33,7 +33,7 @@ type socksProxy struct {
 func startSOCKSProxy(t *testing.T, allowed ...string) *socksProxy {
 	t.Helper()
 	p := &socksProxy{
-		path: filepath.Join(t.TempDir(), "proxy.sock"), allowed: map[string]bool{},
+		path: filepath.Join(testutil.ShortDir(t), "proxy.sock"), allowed: map[string]bool{},
 		answer: egress.Placeholder, requests: make(chan string, 100),
 	}
 	for _, n := range allowed {

@@ -25,6 +25,7 @@ import (
 	"github.com/marshal-dev/marshal/internal/client"
 	"github.com/marshal-dev/marshal/internal/localapi"
 	"github.com/marshal-dev/marshal/internal/state"
+	"github.com/marshal-dev/marshal/internal/testutil"
 )
 
 // These tests run marshald's wiring on real parts: a config dir and a
@@ -52,11 +53,7 @@ func newWorld(t *testing.T, tasks string) *world {
 		}
 	}
 	w.declare(t, tasks)
-	run, err := os.MkdirTemp("", "mdw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	run := testutil.ShortDir(t)
 	fake := cgrouptest.New(t, cgrouptest.Options{})
 	w.cfg = Config{
 		Mode: ModeSystem, ConfigDir: w.config, StateDir: filepath.Join(dir, "state"),

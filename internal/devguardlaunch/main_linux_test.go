@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // method of the request that went unanswered.
 func answerLost(t *testing.T) (string, <-chan string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "authority.sock")
+	path := filepath.Join(testutil.ShortDir(t), "authority.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func (closedDaemon) Launch(context.Context, admission.Principal, admission.Attem
 // temporary directory until the test ends.
 func serve(t *testing.T, deadline time.Duration) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "dg.sock")
+	path := filepath.Join(testutil.ShortDir(t), "dg.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

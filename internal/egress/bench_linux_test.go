@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/identity"
 	"github.com/marshal-dev/marshal/internal/peer"
+	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -121,7 +123,7 @@ func BenchmarkPeerIdentity(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tcp.Close()
-	sock := b.TempDir() + "/id.sock"
+	sock := filepath.Join(testutil.ShortDir(b), "id.sock")
 	unix, err := net.Listen("unix", sock)
 	if err != nil {
 		b.Fatal(err)

@@ -197,7 +197,7 @@ func newHarness(t testing.TB, tweak func(*Options)) *harness {
 		t.Fatal(err)
 	}
 	h.tcp = tl.Addr().String()
-	h.sock = filepath.Join(t.TempDir(), "egress.sock")
+	h.sock = filepath.Join(testutil.ShortDir(t), "egress.sock")
 	ul, err := net.Listen("unix", h.sock)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/apiserver"
 	"github.com/marshal-dev/marshal/internal/apiserver/apiservertest"
+	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/marshal-dev/marshal/internal/version"
 	"github.com/marshal-dev/marshal/reconcile"
 )
@@ -148,12 +148,7 @@ func TestBuildInfo(t *testing.T) {
 // applies, and the answer parses.
 func TestServedOnUnixSocket(t *testing.T) {
 	m, _ := everything(t)
-	dir, err := os.MkdirTemp("", "mmet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "marshal.sock")
+	socket := filepath.Join(testutil.ShortDir(t), "marshal.sock")
 	ln, err := apiserver.Listen(socket)
 	if err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func TestCredentialsOfSocketPairIsThisProcess(t *testing.T) {
 }
 
 func TestCredentialsOverListenerIsThisProcess(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.sock")
+	path := filepath.Join(testutil.ShortDir(t), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func (p *peerProcess) exit(t *testing.T) {
 // returns it and the connection it made.
 func peerInScope(t *testing.T, c *testutil.CgroupTree, sc scope.Identity) (*peerProcess, *net.UnixConn) {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), "s.sock")
+	socket := filepath.Join(testutil.ShortDir(t), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestIdentityOfProcessInScope(t *testing.T) {
 }
 
 func TestIdentityOfExitedPeer(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "s.sock")
+	socket := filepath.Join(testutil.ShortDir(t), "s.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marshal-dev/marshal/internal/testutil"
 	"github.com/spf13/cobra"
 )
 
@@ -152,12 +152,7 @@ func TestCompletionIsSilentWithoutDaemon(t *testing.T) {
 // TestCompletionGivesUpOnAHungDaemon: a daemon that accepts and never
 // answers costs the prompt completionTimeout, then nothing is offered.
 func TestCompletionGivesUpOnAHungDaemon(t *testing.T) {
-	dir, err := os.MkdirTemp("", "mhung")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	socket := filepath.Join(dir, "hung.sock")
+	socket := filepath.Join(testutil.ShortDir(t), "hung.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ import (
 // socket in t.TempDir(), until t ends.
 func serveRun(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), "s")
+	socket := filepath.Join(testutil.ShortDir(t), "s")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestPostRunFailures(t *testing.T) {
 	// gets, not a broken pipe; a net/http server reads on before it
 	// closes, so a listener of its own shows it.
 	t.Run("answered_before_the_request_is_read", func(t *testing.T) {
-		socket := filepath.Join(t.TempDir(), "s")
+		socket := filepath.Join(testutil.ShortDir(t), "s")
 		ln, err := net.Listen("unix", socket)
 		if err != nil {
 			t.Fatal(err)

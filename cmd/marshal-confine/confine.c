@@ -7,12 +7,13 @@
 // "marshal-confine exec" is the launching process itself, already in its
 // scope: it makes its user and network namespaces, brings up loopback,
 // listens on the bridge's address, starts the bridge (a grandchild, in the
-// same scope and namespaces, reparented away from the agent) and execs
-// the agent in place, so the agent keeps this process's pid, parent,
-// terminal and signals, and its exit status is the launch's own. The Go
-// runtime never starts in this process. It starts in the bridge, and only
-// once a first connection arrives: an agent that never uses the network
-// costs one sleeping process.
+// same scope and namespaces, reparented away from the agent), mounts its
+// resolver's /etc/resolv.conf (mounts.c) and execs the agent in place, so
+// the agent keeps this process's pid, parent, terminal and signals, and
+// its exit status is the launch's own. The Go runtime never starts in
+// this process. It starts in the bridge, and only once a first connection
+// or question arrives: an agent that never uses the network costs one
+// sleeping process.
 //
 // "marshal-confine check" makes the same namespaces and exits: whether netns
 // isolation is available to this user here.
@@ -519,6 +520,7 @@ __attribute__((constructor)) static void marshal_confine_init(int argc, char **a
 		isolate();
 		close(listen_bridge(opts.port));
 		close(listen_dns());
+		mount_resolver();
 		_exit(0);
 	}
 	if (strcmp(argv[1], "exec") != 0)
@@ -534,6 +536,7 @@ __attribute__((constructor)) static void marshal_confine_init(int argc, char **a
 			int listener = listen_bridge(opts.port);
 			if (start_bridge(listener, listen_dns()))
 				return; // the bridge: the Go runtime takes over
+			mount_resolver();
 		}
 	}
 	if (fs_enabled())

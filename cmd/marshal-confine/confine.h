@@ -27,6 +27,9 @@ void fs_prepare(void);
 // and Landlock. in_userns says whether this process already made its
 // user namespace.
 void fs_apply(int in_userns);
+// mount_resolver puts the bridge's resolver in the agent's
+// /etc/resolv.conf, in a mount namespace of its own.
+void mount_resolver(void);
 // fs_check tries what fs_apply needs and exits.
 void fs_check(void) __attribute__((noreturn));
 

@@ -1,8 +1,9 @@
 // Command marshal-confine runs a netns agent: the launching process, in its
 // scope, execs it in place of the agent, and it makes a user and a
 // network namespace that has only loopback, starts the bridge to the
-// egress proxy's unix socket inside them, and execs the agent (see
-// confine.c). The same binary is the bridge (package bridge).
+// egress proxy's unix socket inside them, with its resolver on
+// 127.0.0.1:53 named by the agent's /etc/resolv.conf (a mount of the
+// agent's own), and execs the agent (see confine.c). The same binary is the bridge (package bridge).
 //
 //	marshal-confine exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
 //	marshal-confine check

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -278,16 +279,23 @@ func fsSetup(t *testing.T) fixture {
 // grandchild; .git/hooks and .git/config unchanged while git commit
 // works; a socket under a none path and an abstract socket outside
 // unreachable; signals outside refused; every way to undo it refused.
-// With and without a network namespace.
+// Without a network namespace, in one, and in one with a bridge (whose
+// resolver's /etc/resolv.conf is a mount too).
 func TestConfinementHolds(t *testing.T) {
 	f := fsSetup(t)
+	bridge := upstream(t, f.dir)
+	networks := map[string][]string{
+		"host":   {"--network", "host"},
+		"none":   {"--network", "none"},
+		"bridge": {"--network", "none", "--socket", bridge},
+	}
 	for _, u := range users(t) {
-		for _, network := range []string{"host", "none"} {
+		for _, network := range []string{"host", "none", "bridge"} {
 			t.Run(u.name+"_network_"+network, func(t *testing.T) {
 				x := newFSFixture(t, f)
 				hook, _ := os.ReadFile(filepath.Join(x.ws, ".git", "hooks", "pre-commit"))
 				config, _ := os.ReadFile(filepath.Join(x.ws, ".git", "config"))
-				res, err := runFSAgent(t, f, x, u.cred, nil, append([]string{"--network", network}, x.rules()...)...)
+				res, err := runFSAgent(t, f, x, u.cred, nil, append(slices.Clone(networks[network]), x.rules()...)...)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,10 @@ type seen struct {
 	Resolver string
 	// PortStart is the namespace's net.ipv4.ip_unprivileged_port_start.
 	PortStart string
+	// Nameservers are /etc/resolv.conf's nameserver lines; ResolvWrite
+	// the error of opening it for writing (nothing is written).
+	Nameservers []string
+	ResolvWrite string
 }
 
 func TestMain(m *testing.M) {
@@ -96,6 +101,7 @@ func agent() int {
 	if os.Getenv(envBridge) != "" {
 		s.Resolver = askResolver()
 	}
+	s.Nameservers, s.ResolvWrite = resolvConf()
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start"); err == nil {
 		s.PortStart = strings.TrimSpace(string(b))
 	}
@@ -114,6 +120,24 @@ func agent() int {
 	}
 	json.NewEncoder(os.Stdout).Encode(s)
 	return 0
+}
+
+// resolvConf returns the nameserver lines of /etc/resolv.conf, and the
+// error of opening it for writing, "" when it opened.
+func resolvConf() ([]string, string) {
+	var servers []string
+	data, _ := os.ReadFile("/etc/resolv.conf")
+	for line := range strings.Lines(string(data)) {
+		if strings.HasPrefix(line, "nameserver") {
+			servers = append(servers, strings.TrimSpace(line))
+		}
+	}
+	f, err := os.OpenFile("/etc/resolv.conf", os.O_WRONLY, 0)
+	if err != nil {
+		return servers, err.Error()
+	}
+	f.Close()
+	return servers, ""
 }
 
 func procStatus(key string) string {
@@ -400,6 +424,9 @@ func TestTheBridgeIsTheOnlyWayOut(t *testing.T) {
 			if s.Resolver != "RCodeRefused" {
 				t.Errorf("the resolver at 127.0.0.1:53 answered a TXT question %q, want RCodeRefused", s.Resolver)
 			}
+			if got := strings.Join(s.Nameservers, ","); got != "nameserver 127.0.0.1" || !strings.Contains(s.ResolvWrite, "read-only file system") {
+				t.Errorf("/etc/resolv.conf inside names %q, opening it for writing: %q; want only the bridge's resolver, read-only", got, s.ResolvWrite)
+			}
 			if s.PortStart != "0" {
 				t.Errorf("ip_unprivileged_port_start %q inside, want 0: the bridge listens on placeholders' ports 80 and 443", s.PortStart)
 			}
@@ -446,6 +473,7 @@ func waitGone(t *testing.T, pid int) {
 // Without a socket there is no bridge, and no way out at all.
 func TestNoSocketNoBridge(t *testing.T) {
 	f := setup(t)
+	host, _ := resolvConf()
 	s := runAgent(t, f, nil, []string{envBridge + "=127.0.0.1:3128"})
 	if s.Bridge != 0 || !strings.Contains(s.Bridged, "connection refused") {
 		t.Errorf("bridge pid %d, through it %q; want none, refused", s.Bridge, s.Bridged)
@@ -453,33 +481,46 @@ func TestNoSocketNoBridge(t *testing.T) {
 	if strings.Join(s.Links, " ") != "lo" {
 		t.Errorf("links inside %q, want only lo", s.Links)
 	}
+	if !slices.Equal(s.Nameservers, host) {
+		t.Errorf("/etc/resolv.conf inside names %q, want the host's %q: there is no resolver", s.Nameservers, host)
+	}
 }
 
 // Where no namespace can be made the launch is refused, says why, and
-// runs nothing. A user namespace whose user.max_user_namespaces is 0
+// runs nothing. A user namespace whose user.max_user_namespaces (or
+// max_mnt_namespaces, which the resolver's /etc/resolv.conf needs) is 0
 // stands for a host that forbids them; it limits only itself.
 func TestRefusedWhereNamespacesCannotBeMade(t *testing.T) {
 	f := setup(t)
 	marker := filepath.Join(t.TempDir(), "ran")
-	script := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"`
+	socket := upstream(t, f.dir)
+	noUserNS := `echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"`
+	// The helper runs as an ordinary user in a user namespace below:
+	// root's id map needs more ids than this one has.
+	noMountNS := `echo 0 > /proc/sys/user/max_mnt_namespaces && exec unshare --user --map-user=1000 --map-group=1000 "$0" "$@"`
 	for _, tc := range []struct {
 		name   string
+		script string
 		args   []string
-		status int
 		want   string
 	}{
-		{"exec", []string{"exec", "--attempt", "0123", "--", "touch", marker}, 78,
+		{"exec", noUserNS, []string{"exec", "--attempt", "0123", "--", "touch", marker},
 			"ISOLATION_UNSUPPORTED: netns isolation unavailable: the user namespace limit is reached (user.max_user_namespaces) (errno 28)\nattempt 0123, process "},
-		{"check", []string{"check"}, 78, "ISOLATION_UNSUPPORTED: netns isolation unavailable: the user namespace limit is reached"},
+		{"check", noUserNS, []string{"check"},
+			"ISOLATION_UNSUPPORTED: netns isolation unavailable: the user namespace limit is reached"},
+		{"resolver", noMountNS, []string{"exec", "--socket", socket, "--", "touch", marker},
+			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount namespace could not be made (errno 28)\n"},
+		{"check resolver", noMountNS, []string{"check"},
+			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount namespace could not be made"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c", script, f.helper}, tc.args...)...)
+			cmd := exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c", tc.script, f.helper}, tc.args...)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != tc.status {
-				t.Fatalf("%v: %v, want exit status %d\n%s", cmd.Args, err, tc.status, stderr.Bytes())
+			if !errors.As(err, &ee) || ee.ExitCode() != 78 {
+				t.Fatalf("%v: %v, want exit status 78\n%s", cmd.Args, err, stderr.Bytes())
 			}
 			if !strings.HasPrefix(stderr.String(), tc.want) {
 				t.Errorf("stderr %q, want it to start %q", stderr.String(), tc.want)

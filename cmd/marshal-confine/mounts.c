@@ -6,6 +6,9 @@
 // read-only one bound back, all in a private mount namespace, then
 // locked by a second user and mount namespace.
 //
+// A netns launch with a bridge mounts its resolver's /etc/resolv.conf
+// here too (mount_resolver).
+//
 // Everything that hides comes from one tmpfs, the veil: a superblock made
 // and torn down costs a launch more than all the binds of it.
 
@@ -111,20 +114,46 @@ static int veil_path(int veil, const struct rule *r)
 	return veil_make(veil, buf, r->isdir, r->isdir ? 0111 : 0);
 }
 
-// attach puts the veil, for a moment, on the directory of hidden path r,
-// in this mount namespace only, before anything runs in it: until Linux
-// 6.15 nothing can be bound from an unattached mount.
-static void attach(int veil, const struct rule *r)
+// dir_of returns, for hidden path rule, a directory of it: its own, or
+// its parent's.
+static int dir_of(const void *rule)
 {
-	int to = r->fd;
-	if (!r->isdir) {
-		char parent[PATH_MAX];
-		snprintf(parent, sizeof parent, "%s", r->real);
-		*strrchr(parent, '/') = '\0';
-		to = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const struct rule *r = rule;
+	if (r->isdir)
+		return r->fd;
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", r->real);
+	*strrchr(parent, '/') = '\0';
+	return open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+// bind_from binds name of tmpfs fs, unattached. Until Linux 6.15 nothing
+// can be bound from an unattached mount: fs is then put, for a moment,
+// on the directory dir returns, in this mount namespace only, before
+// anything runs in it, and *attached says so until detach.
+static int bind_from(int fs, const char *name, int (*dir)(const void *), const void *arg, int *attached)
+{
+	int m = (int)syscall(SYS_open_tree, fs, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (m >= 0 || errno != EINVAL || *attached)
+		return m;
+	int to = dir(arg);
+	if (to < 0 || move_onto(fs, to) != 0)
+		unsupported("a tmpfs of the launch could not be attached", errno);
+	*attached = 1;
+	return (int)syscall(SYS_open_tree, fs, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+}
+
+// detach unmounts tmpfs fs, through its own descriptor, wherever
+// bind_from attached it, and closes it.
+static void detach(int fs, int attached)
+{
+	if (attached) {
+		char self[32];
+		snprintf(self, sizeof self, "/proc/self/fd/%d", fs);
+		if (umount2(self, MNT_DETACH) != 0)
+			unsupported("a tmpfs of the launch could not be detached", errno);
 	}
-	if (to < 0 || move_onto(veil, to) != 0)
-		unsupported("the hiding tmpfs could not be attached", errno);
+	close(fs);
 }
 
 // weave makes the veil, read-only, and a bind of what each hidden path
@@ -162,23 +191,10 @@ static void weave(void)
 		struct rule *r = &rules[i];
 		if (r->op != OP_HIDE || r->fd < 0)
 			continue;
-		r->mnt = (int)syscall(SYS_open_tree, veil, r->veiled, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		if (r->mnt < 0 && errno == EINVAL && !attached) {
-			attach(veil, r);
-			attached = 1;
-			r->mnt = (int)syscall(SYS_open_tree, veil, r->veiled, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-		}
-		if (r->mnt < 0)
+		if ((r->mnt = bind_from(veil, r->veiled, dir_of, r, &attached)) < 0)
 			unsupported("the hiding tmpfs could not be bound", errno);
 	}
-	// Detached again through its own descriptor, wherever it went.
-	if (attached) {
-		char self[32];
-		snprintf(self, sizeof self, "/proc/self/fd/%d", veil);
-		if (umount2(self, MNT_DETACH) != 0)
-			unsupported("the hiding tmpfs could not be detached", errno);
-	}
-	close(veil);
+	detach(veil, attached);
 }
 
 // place returns where rule r's mount goes: its own path, or, beneath an
@@ -214,6 +230,9 @@ static int mount_rule(struct rule *r)
 // lock below needs one anyway, and each costs a launch.
 static void own_mount_namespace(int in_userns)
 {
+	static int made;
+	if (made++)
+		return;
 	if (in_userns) {
 		if (unshare(CLONE_NEWNS) != 0)
 			unsupported("a mount namespace could not be made", errno);
@@ -253,4 +272,50 @@ void make_mounts(int in_userns)
 	if (cwd[0] == '\0' || chdir(cwd) != 0)
 		if (chdir("/") != 0)
 			unsupported("the working directory could not be entered", errno);
+}
+
+// The agent's /etc/resolv.conf in a netns launch with a bridge: the
+// bridge's resolver, the only one its namespace can reach.
+static const char resolver_conf[] =
+	"# The resolver of this agent's network namespace: it answers only the\n"
+	"# names its profile's egress rules could allow.\n"
+	"nameserver 127.0.0.1\n";
+
+static int etc(const void *unused)
+{
+	(void)unused;
+	return open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+void mount_resolver(void)
+{
+	own_mount_namespace(1);
+	// Opened in the new namespace, where the mount goes. The file a
+	// symlink names is covered: the link itself stays.
+	int target = open("/etc/resolv.conf", O_PATH | O_CLOEXEC);
+	if (target < 0 && errno == ENOENT)
+		return; // no file, or a dangling link: C libraries ask 127.0.0.1 then
+	struct stat st;
+	if (target < 0 || fstat(target, &st) != 0)
+		unsupported("/etc/resolv.conf could not be opened", errno);
+	if (!S_ISREG(st.st_mode))
+		unsupported("/etc/resolv.conf is not a file", EINVAL);
+	int fs = new_tmpfs("0755");
+	if (fs < 0)
+		unsupported("a tmpfs could not be made in the user namespace", errno);
+	int f = openat(fs, "resolv.conf", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (f < 0 || write(f, resolver_conf, sizeof resolver_conf - 1) != (ssize_t)(sizeof resolver_conf - 1))
+		unsupported("the resolver's /etc/resolv.conf could not be written", errno);
+	close(f);
+	if (mount_setattr_(fs, 0, MOUNT_ATTR_RDONLY) != 0)
+		unsupported("a tmpfs could not be made read-only", errno);
+	int attached = 0;
+	int m = bind_from(fs, "resolv.conf", etc, NULL, &attached);
+	if (m < 0)
+		unsupported("the resolver's /etc/resolv.conf could not be bound", errno);
+	detach(fs, attached);
+	if (move_onto(m, target) != 0)
+		unsupported("the resolver's /etc/resolv.conf could not be mounted", errno);
+	close(m);
+	close(target);
 }

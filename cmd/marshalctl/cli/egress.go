@@ -154,7 +154,11 @@ func egressRow(r localapi.EgressRecord) []string {
 		scope = "(" + orDash(r.Unscoped) + ")"
 	}
 	dest := r.Host
-	if r.Port != 0 {
+	switch {
+	case r.Protocol == "dns":
+		// A question about a name, never a connection.
+		dest = r.Host + " (dns)"
+	case r.Port != 0:
 		dest = hostPort(r.Host, r.Port)
 	}
 	by := r.Reason

@@ -20,6 +20,8 @@ func egressFixture(h *harness) {
 			Verdict: "allow", Rule: &rule, Reason: "rule", BytesOut: 2100, BytesIn: 42 << 10, Duration: localapi.Milliseconds(1500 * time.Millisecond)},
 		{Time: ago(2 * time.Minute), Scope: scope, Profile: "coder", Workspace: "webapp", Attempt: agentID, PID: 48200, Command: "curl",
 			Transport: "tcp", Protocol: "connect", Host: "evil.example", Port: 443, Verdict: "deny", Reason: "default"},
+		{Time: ago(90 * time.Second), Scope: scope, Profile: "coder", Workspace: "webapp", Attempt: agentID, PID: 48150, Command: "marshal-bridge",
+			Transport: "unix", Protocol: "dns", Host: "evil.example", Verdict: "deny", Reason: "default"},
 		{Time: ago(time.Minute), Scope: scope, Profile: "coder", Workspace: "webapp", Attempt: agentID, PID: 48200, Command: "curl",
 			Transport: "tcp", Protocol: "http", Host: "169.254.169.254", Port: 80, Address: "169.254.169.254:80", Verdict: "deny", Reason: "private_range"},
 		{Time: ago(25 * time.Hour), Unscoped: "no_scope", Transport: "tcp", Protocol: "socks5", Host: "::1", Port: 22,

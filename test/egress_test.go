@@ -112,6 +112,12 @@ func serve(t *testing.T, handler http.Handler, cert *tls.Certificate) *upstream 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, ln, handler, cert)
+}
+
+// serveOn is serve on ln, which it closes when t ends.
+func serveOn(t *testing.T, ln net.Listener, handler http.Handler, cert *tls.Certificate) *upstream {
+	t.Helper()
 	u := &upstream{}
 	_, u.port, _ = net.SplitHostPort(ln.Addr().String())
 	cl := counting{ln, &u.accepted}

@@ -5,6 +5,7 @@ package test
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,7 +41,7 @@ spec:
   egress:
     default: deny
     rules:
-      - {action: allow, hosts: [localhost], ports: [%[2]s]}
+      - {action: allow, hosts: [localhost], ports: [%[2]s, 80]}
 ---
 apiVersion: marshal.dev/v1alpha1
 kind: Profile
@@ -176,6 +177,67 @@ func TestNetnsTheProxyIsTheOnlyWayOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A netns agent's resolver answers the names its profile allows, with a
+// placeholder its bridge carries to the proxy by name, and no other: the
+// allowed name resolves and a curl to it by that address reaches the
+// upstream through the proxy, a denied name does not resolve, and both
+// questions are in the egress log with the agent's scope, beside the
+// connection the bridge carried by name. The name is
+// localhost, the only one the proxy can resolve here without the
+// network, and getent asks DNS alone (-s dns): /etc/hosts, which the
+// agent shares with the host, would answer it first. The upstream is on
+// port 80, where the bridge listens for placeholders.
+func TestNetnsResolvesAllowedNamesOnly(t *testing.T) {
+	testutil.RequireRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:80")
+	if err != nil {
+		t.Skipf("needs port 80 on loopback: %v", err)
+	}
+	web := serveOn(t, ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "hello %s", r.URL.Path) }), nil)
+	e := newNetnsEnv(t)
+	r := e.runNow("-w", "locked", "--", "sh", "-c", strings.Join([]string{
+		"cat /proc/self/cgroup",
+		"grep nameserver /etc/resolv.conf",
+		"addr=$(getent -s dns hosts localhost | cut -d' ' -f1)",
+		"echo allowed ${addr:-none}",
+		"getent hosts denied.marshal.test; echo denied $?",
+		"curl -sS --noproxy '*' --max-time 10 --resolve localhost:80:$addr http://localhost/named; echo",
+	}, "; "))
+	scope := scopeOfProfile.FindString(r.stdout)
+	if r.code != 0 || scope == "" {
+		t.Fatalf("the agent: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"nameserver 127.0.0.1\n", "allowed 127.77.", "denied 2\n", "hello /named\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the agent said:\n%s\nwant %q", r.stdout, want)
+		}
+	}
+	if n := web.accepted.Load(); n != 1 {
+		t.Errorf("the upstream on port 80 accepted %d connections, want 1", n)
+	}
+	ofScope := func(host, protocol string) localapi.EgressRecord {
+		return e.egressRecord(func(r localapi.EgressRecord) bool {
+			return r.Scope == scope && r.Host == host && r.Protocol == protocol
+		})
+	}
+	if rec := ofScope("localhost", "dns"); rec.Verdict != "allow" || rec.Workspace != "locked" {
+		t.Errorf("the allowed question's record %+v, want allowed for workspace locked", rec)
+	}
+	if rec := ofScope("denied.marshal.test", "dns"); rec.Verdict != "deny" || rec.Reason != "default" {
+		t.Errorf("the denied question's record %+v, want denied by the default", rec)
+	}
+	if rec := ofScope("localhost", "socks5"); rec.Verdict != "allow" || rec.Port != 80 || rec.Address != "127.0.0.1:80" {
+		t.Errorf("the placeholder's connection's record %+v, want allowed to port 80", rec)
+	}
+	log := e.ctl("egress", "log", "--workspace", "locked").stdout
+	for _, want := range []string{"localhost (dns)", "denied.marshal.test (dns)"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("marshalctl egress log:\n%s\nwant %q", log, want)
+		}
+	}
+	e.waitSettled(t)
 }
 
 // shareWith lets uid reach the daemon's sockets, the binaries and the

@@ -70,15 +70,7 @@ func decided(d policy.Decision, a netip.AddrPort) verdict {
 // decide decides t for a peer who is who: its verdict, and the addresses
 // it may dial, in the resolver's order, when allowed.
 func (p *Proxy) decide(ctx context.Context, who peer.Who, t target) (verdict, []netip.Addr) {
-	var (
-		pol    *policy.Policy
-		reason string
-	)
-	if who.Scoped() {
-		pol, reason = p.policies.forProfile(who.Profile)
-	} else {
-		pol, reason = p.policies.forUnscoped()
-	}
+	pol, reason := p.policies.forPeer(who)
 	if pol == nil {
 		return verdict{verdict: VerdictDeny, reason: reason}, nil
 	}

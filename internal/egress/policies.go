@@ -5,6 +5,7 @@ import (
 
 	"github.com/marshal-dev/marshal/api/v1alpha1"
 	"github.com/marshal-dev/marshal/internal/egress/policy"
+	"github.com/marshal-dev/marshal/internal/peer"
 	"github.com/marshal-dev/marshal/reconcile"
 )
 
@@ -50,6 +51,14 @@ func (c *policyCache) forProfile(profile string) (*policy.Policy, string) {
 	c.byProfile[profile] = cachedPolicy{generation: gen, policy: pol}
 	c.mu.Unlock()
 	return pol, ""
+}
+
+// forPeer returns the policy of who, or the reason it has none.
+func (c *policyCache) forPeer(who peer.Who) (*policy.Policy, string) {
+	if who.Scoped() {
+		return c.forProfile(who.Profile)
+	}
+	return c.forUnscoped()
 }
 
 // forUnscoped returns the policy of a peer in no launch, or

@@ -4,7 +4,6 @@ import (
 	"hash/fnv"
 	"net/netip"
 
-	"github.com/marshal-dev/marshal/internal/egress/policy"
 	"github.com/marshal-dev/marshal/internal/peer"
 )
 
@@ -31,15 +30,7 @@ func Placeholder(name string) netip.Addr {
 // name alone, allowed when some rule could allow it on some port. The
 // name is never looked up.
 func (p *Proxy) decideName(who peer.Who, t target) verdict {
-	var (
-		pol    *policy.Policy
-		reason string
-	)
-	if who.Scoped() {
-		pol, reason = p.policies.forProfile(who.Profile)
-	} else {
-		pol, reason = p.policies.forUnscoped()
-	}
+	pol, reason := p.policies.forPeer(who)
 	if pol == nil {
 		return verdict{verdict: VerdictDeny, reason: reason}
 	}

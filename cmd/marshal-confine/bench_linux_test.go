@@ -3,10 +3,12 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,40 +25,47 @@ import (
 // helper exec'd with nothing to do, one more exec than bare; each
 // *-over-bare-ms metric is what a way adds to bare at the median.
 // MARSHAL_CONFINE_BENCH_BASE names another build of the helper, an
-// earlier one, to time its confined launch beside this one's.
+// earlier one, to time its confined launch beside this one's. Run as
+// root, confine_default_rules_user is an ordinary user's confined launch
+// (uid 65534, a home of its own), whose namespaces differ from root's
+// (see mounts.c), and confine_default_rules_user_base the earlier
+// build's.
 func BenchmarkExec(b *testing.B) {
 	f := setup(b)
 	socket := "/nonexistent/proxy.sock" // the bridge never dials when nothing connects
-	home, ws := benchHome(b)
+	home, ws := benchHome(b, b.TempDir())
 	tmp := filepath.Join(b.TempDir(), "tmp")
 	confine := func(network string) []string {
 		return append([]string{f.helper, "exec", "--network", network}, defaultRules(home, ws, tmp)...)
 	}
-	cases := []struct {
-		name string
-		argv []string
-	}{
-		{"bare", []string{"/bin/true"}},
-		{"helper_exec_only", []string{f.helper, "exec", "--network", "host", "--", "/bin/true"}},
-		{"netns", []string{f.helper, "exec", "--", "/bin/true"}},
-		{"netns_bridge", []string{f.helper, "exec", "--socket", socket, "--", "/bin/true"}},
-		{"confine_default_rules", append(confine("host"), "--", "/bin/true")},
-		{"confine_default_rules_netns", append(confine("none"), "--", "/bin/true")},
+	cases := []benchCase{
+		{name: "bare", argv: []string{"/bin/true"}},
+		{name: "helper_exec_only", argv: []string{f.helper, "exec", "--network", "host", "--", "/bin/true"}},
+		{name: "netns", argv: []string{f.helper, "exec", "--", "/bin/true"}},
+		{name: "netns_bridge", argv: []string{f.helper, "exec", "--socket", socket, "--", "/bin/true"}},
+		{name: "confine_default_rules", argv: append(confine("host"), "--", "/bin/true")},
+		{name: "confine_default_rules_netns", argv: append(confine("none"), "--", "/bin/true")},
 	}
 	if base := os.Getenv("MARSHAL_CONFINE_BENCH_BASE"); base != "" {
 		argv := append([]string{base, "exec", "--network", "host"}, defaultRules(home, ws, tmp)...)
-		cases = append(cases, struct {
-			name string
-			argv []string
-		}{"confine_default_rules_base", append(argv, "--", "/bin/true")})
+		cases = append(cases, benchCase{name: "confine_default_rules_base", argv: append(argv, "--", "/bin/true")})
+	}
+	var userTmp string
+	if os.Geteuid() == 0 {
+		user := &syscall.Credential{Uid: 65534, Gid: 65534}
+		home, ws := benchHome(b, userDir(b, user))
+		userTmp = filepath.Join(home, "tmp")
+		for name, helper := range map[string]string{"confine_default_rules_user": f.helper, "confine_default_rules_user_base": os.Getenv("MARSHAL_CONFINE_BENCH_BASE")} {
+			if helper != "" {
+				argv := append([]string{helper, "exec", "--network", "host"}, defaultRules(home, ws, userTmp)...)
+				cases = append(cases, benchCase{name: name, argv: append(argv, "--", "/bin/true"), cred: user})
+			}
+		}
 	}
 	if bwrap, err := exec.LookPath("bwrap"); err == nil {
-		cases = append(cases, []struct {
-			name string
-			argv []string
-		}{
-			{"bwrap_unshare_net", []string{bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true"}},
-			{"bwrap_ro_ws_ssh", []string{bwrap, "--ro-bind", "/", "/", "--bind", ws, ws, "--tmpfs", filepath.Join(home, ".ssh"), "/bin/true"}},
+		cases = append(cases, []benchCase{
+			{name: "bwrap_unshare_net", argv: []string{bwrap, "--ro-bind", "/", "/", "--unshare-net", "/bin/true"}},
+			{name: "bwrap_ro_ws_ssh", argv: []string{bwrap, "--ro-bind", "/", "/", "--bind", ws, ws, "--tmpfs", filepath.Join(home, ".ssh"), "/bin/true"}},
 		}...)
 	}
 	if out, err := exec.Command(f.helper, "check", "--fs").CombinedOutput(); err != nil {
@@ -67,8 +76,13 @@ func BenchmarkExec(b *testing.B) {
 		for i, tc := range cases {
 			// Each launch makes {tmp}; marshald removes it later.
 			os.Remove(tmp)
+			if userTmp != "" {
+				os.Remove(userTmp)
+			}
+			cmd := exec.Command(tc.argv[0], tc.argv[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: tc.cred}
 			start := time.Now()
-			if out, err := exec.Command(tc.argv[0], tc.argv[1:]...).CombinedOutput(); err != nil {
+			if out, err := cmd.CombinedOutput(); err != nil {
 				b.Fatalf("%v: %v\n%s", tc.argv, err, out)
 			}
 			times[i] = append(times[i], time.Since(start))
@@ -80,12 +94,40 @@ func BenchmarkExec(b *testing.B) {
 		b.ReportMetric(ms(medians[tc.name]), tc.name+"-p50-ms")
 		b.ReportMetric(ms(percentile(times[i], 90)), tc.name+"-p90-ms")
 	}
-	for _, name := range []string{"helper_exec_only", "confine_default_rules", "confine_default_rules_base", "bwrap_ro_ws_ssh"} {
+	for _, name := range []string{"helper_exec_only", "confine_default_rules", "confine_default_rules_base", "confine_default_rules_user", "confine_default_rules_user_base", "bwrap_ro_ws_ssh"} {
 		if m, ok := medians[name]; ok {
 			b.ReportMetric(ms(m-medians["bare"]), name+"-over-bare-ms")
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// benchCase is one way to launch /bin/true, as cred when it is not nil.
+type benchCase struct {
+	name string
+	argv []string
+	cred *syscall.Credential
+}
+
+// userDir is a fresh directory that user owns, below one it may pass
+// through, removed when b ends.
+func userDir(b *testing.B, user *syscall.Credential) string {
+	parent, err := os.MkdirTemp("", "mbench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(parent) })
+	dir := filepath.Join(parent, "home")
+	if err := os.Chmod(parent, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Chown(dir, int(user.Uid), int(user.Gid)); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // percentile returns the p-th percentile of d, which it sorts.
@@ -99,11 +141,10 @@ func percentile(d []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// benchHome makes a home with every default credential store and a
-// workspace, a git repository, in it.
-func benchHome(b *testing.B) (home, ws string) {
-	home = b.TempDir()
-	ws = filepath.Join(home, "src", "app")
+// benchHome makes home a home with every default credential store and a
+// workspace, a git repository, in it, all of home's owner.
+func benchHome(b *testing.B, home string) (string, string) {
+	ws := filepath.Join(home, "src", "app")
 	for _, d := range []string{".ssh", ".aws", ".gnupg", ".config/gh", ".docker", ".kube", ".config/gcloud", ".azure", ".cache",
 		"src/app/.git/hooks"} {
 		if err := os.MkdirAll(filepath.Join(home, d), 0o755); err != nil {
@@ -114,6 +155,19 @@ func benchHome(b *testing.B) (home, ws string) {
 		if err := os.WriteFile(filepath.Join(home, f), nil, 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+	var owner syscall.Stat_t
+	if err := syscall.Stat(home, &owner); err != nil {
+		b.Fatal(err)
+	}
+	err := filepath.WalkDir(home, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, int(owner.Uid), int(owner.Gid))
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	return home, ws
 }

@@ -173,10 +173,7 @@ func lingerCheck() localapi.Check {
 }
 
 func enforcementFix(backend string, r cgroup.Resource) string {
-	ctl := string(r)
-	if r == cgroup.PIDs {
-		ctl = "pids"
-	}
+	ctl := string(r) // a resource is named as its controller
 	if backend == "systemd" {
 		return fmt.Sprintf("delegate the %s controller to the manager (Delegate=yes on user@.service, or run marshald as a system service), or run as root with --backend cgroupfs on a hybrid host", ctl)
 	}

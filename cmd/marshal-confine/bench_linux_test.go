@@ -35,6 +35,7 @@ func BenchmarkExec(b *testing.B) {
 	socket := "/nonexistent/proxy.sock" // the bridge never dials when nothing connects
 	home, ws := benchHome(b, b.TempDir())
 	tmp := filepath.Join(b.TempDir(), "tmp")
+	services := benchServices(b)
 	confine := func(network string) []string {
 		return append([]string{f.helper, "exec", "--network", network}, defaultRules(home, ws, tmp)...)
 	}
@@ -43,6 +44,7 @@ func BenchmarkExec(b *testing.B) {
 		{name: "helper_exec_only", argv: []string{f.helper, "exec", "--network", "host", "--", "/bin/true"}},
 		{name: "netns", argv: []string{f.helper, "exec", "--", "/bin/true"}},
 		{name: "netns_bridge", argv: []string{f.helper, "exec", "--socket", socket, "--", "/bin/true"}},
+		{name: "netns_bridge_hidden", argv: []string{f.helper, "exec", "--socket", socket, "--hide", services.bus, "--hide", services.manager, "--", "/bin/true"}},
 		{name: "confine_default_rules", argv: append(confine("host"), "--", "/bin/true")},
 		{name: "confine_default_rules_netns", argv: append(confine("none"), "--", "/bin/true")},
 	}
@@ -100,6 +102,20 @@ func BenchmarkExec(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// benchServices makes what a netns launch hides of a host with a user
+// session: a bus socket (a file here) and a service manager's directory.
+func benchServices(b *testing.B) (s struct{ bus, manager string }) {
+	run := b.TempDir()
+	s.bus, s.manager = filepath.Join(run, "bus"), filepath.Join(run, "systemd")
+	if err := os.WriteFile(s.bus, nil, 0o666); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Mkdir(s.manager, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 // benchCase is one way to launch /bin/true, as cred when it is not nil.

@@ -120,7 +120,7 @@ void usage(const char *msg)
 {
 	fprintf(stderr, "marshal-confine: %s\n"
 		"usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]\n"
-		"                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] -- PROGRAM [ARG...]\n"
+		"                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] [--hide PATH]... -- PROGRAM [ARG...]\n"
 		"       marshal-confine check [--fs]\n", msg);
 	_exit(EXIT_USAGE);
 }
@@ -538,6 +538,8 @@ __attribute__((constructor)) static void marshal_confine_init(int argc, char **a
 				return; // the bridge: the Go runtime takes over
 			mount_resolver();
 		}
+		if (!fs_enabled())
+			hide_paths();
 	}
 	if (fs_enabled())
 		fs_apply(!opts.host_network);

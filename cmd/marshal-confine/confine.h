@@ -30,6 +30,11 @@ void fs_apply(int in_userns);
 // mount_resolver puts the bridge's resolver in the agent's
 // /etc/resolv.conf, in a mount namespace of its own.
 void mount_resolver(void);
+// hide_paths hides the --hide paths where there are no filesystem rules.
+void hide_paths(void);
+// no_tiocsti installs the seccomp filter that refuses TIOCSTI and
+// TIOCLINUX.
+void no_tiocsti(void);
 // fs_check tries what fs_apply needs and exits.
 void fs_check(void) __attribute__((noreturn));
 

@@ -5,10 +5,15 @@
 // 127.0.0.1:53 named by the agent's /etc/resolv.conf (a mount of the
 // agent's own), and execs the agent (see confine.c). The same binary is the bridge (package bridge).
 //
-//	marshal-confine exec [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json] -- PROGRAM [ARG...]
-//	marshal-confine check
+//	marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]
+//	                     [--fs-default read|none] [--fs ACCESS:PATH]... [--tmp PATH] [--hide PATH]... -- PROGRAM [ARG...]
+//	marshal-confine check [--fs]
 //
-// Without --socket there is no bridge and no way out at all. check makes
+// Without --socket there is no bridge and no way out at all. Each --hide
+// path (marshald gives the host's services' sockets) is hidden in a
+// mount namespace of the agent's own, so that no service that acts for
+// whoever connects takes the agent out of its namespace. The --fs flags
+// confine its files and local sockets too (see fs.c). check makes
 // the namespaces and exits 0 when netns isolation is available to the
 // user here; otherwise it, like exec, says why and exits 78.
 //

@@ -16,8 +16,11 @@
 //     mount namespace then locks those mounts, as bubblewrap does: they
 //     cannot be unmounted or uncovered from inside, and Landlock forbids
 //     mounting and unmounting to the agent altogether (see mounts.c).
+//   - the ssh agent's socket (SSH_AUTH_SOCK) is hidden like the keys it
+//     holds, unless a rule names it.
 //   - no_new_privs (setuid programs gain nothing), and a seccomp filter
-//     refuses TIOCSTI and TIOCLINUX, which push input into a terminal.
+//     refuses TIOCSTI and TIOCLINUX, which push input into a terminal
+//     (seccomp.c).
 //   - from Landlock ABI 6, abstract unix sockets and signals are scoped
 //     to the agent's own tree.
 //
@@ -36,10 +39,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sched.h>
-#include <endian.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -104,6 +103,8 @@ struct ll_path_beneath_attr {
 
 struct rule rules[MAX_RULES];
 int nrules;
+// The rules of --hide, which alone are no filesystem confinement.
+static int nhide;
 static int fs_default = -1;
 static const char *tmpdir;
 static int abi;
@@ -145,6 +146,17 @@ int fs_flag(const char *flag, const char *value)
 		nrules++;
 		return 1;
 	}
+	if (strcmp(flag, "--hide") == 0) {
+		// A host service's socket (see hide_paths); with --fs rules,
+		// the same as --fs none:PATH.
+		if (*value != '/')
+			usage("--hide needs an absolute path");
+		if (nrules == MAX_RULES)
+			usage("too many --fs and --hide rules");
+		rules[nrules++] = (struct rule){.access = FS_NONE, .path = value};
+		nhide++;
+		return 1;
+	}
 	if (strcmp(flag, "--tmp") == 0) {
 		if (*value != '/')
 			usage("--tmp needs an absolute path");
@@ -156,7 +168,7 @@ int fs_flag(const char *flag, const char *value)
 
 int fs_enabled(void)
 {
-	return fs_default >= 0 || nrules > 0 || tmpdir;
+	return fs_default >= 0 || nrules > nhide || tmpdir;
 }
 
 // landlock_abi returns the Landlock ABI to use, refusing one below
@@ -429,6 +441,22 @@ static void plan(void)
 	}
 }
 
+// hide_ssh_agent hides the socket of the user's ssh agent, which signs
+// with the keys ~/.ssh holds, wherever SSH_AUTH_SOCK puts it (often
+// below /tmp, which no default names). It comes first: a rule that
+// names the same path comes later and decides.
+static void hide_ssh_agent(void)
+{
+	const char *agent = getenv("SSH_AUTH_SOCK");
+	if (agent == NULL || agent[0] != '/')
+		return;
+	if (nrules == MAX_RULES)
+		usage("too many --fs rules");
+	memmove(&rules[1], &rules[0], (size_t)nrules * sizeof rules[0]);
+	rules[0] = (struct rule){.access = FS_NONE, .path = agent};
+	nrules++;
+}
+
 void fs_prepare(void)
 {
 	confining = "filesystem confinement";
@@ -443,53 +471,21 @@ void fs_prepare(void)
 		}
 		setenv("TMPDIR", tmpdir, 1);
 	}
+	hide_ssh_agent();
 	plan();
 }
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#define COMPAT_ARCH AUDIT_ARCH_I386
-#define NATIVE_IOCTL 16
-#define X32_IOCTL (0x40000000 | 514)
-#define COMPAT_IOCTL 54
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#define COMPAT_ARCH AUDIT_ARCH_ARM
-#define NATIVE_IOCTL 29
-#define X32_IOCTL 29
-#define COMPAT_IOCTL 54
-#else
-#error "marshal-confine's seccomp filter knows x86_64 and aarch64"
-#endif
-
-#define TIOCSTI_ 0x5412
-#define TIOCLINUX_ 0x541C
-
-// no_tiocsti installs a seccomp filter that refuses ioctl TIOCSTI and
-// TIOCLINUX with EPERM, for native and compat calls alike.
-static void no_tiocsti(void)
+// hide_paths hides the --hide paths of a launch in a network namespace
+// without filesystem rules, in a mount namespace of its own. An agent
+// that is not root holds no capability there once exec'd, so cannot
+// unmount them; root's are locked, as filesystem confinement locks all.
+void hide_paths(void)
 {
-	const uint32_t arg1 = offsetof(struct seccomp_data, args) + 8 + (__BYTE_ORDER == __LITTLE_ENDIAN ? 0 : 4);
-	struct sock_filter f[] = {
-		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0, 4),
-		/* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_IOCTL, 6, 0),
-		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, X32_IOCTL, 5, 0),
-		/* 5 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_ARCH, 0, 2),
-		/* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, COMPAT_IOCTL, 1, 0),
-		/* 9 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* 10 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg1),
-		/* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI_, 2, 0),
-		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX_, 1, 0),
-		/* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* 14 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	};
-	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		unsupported("the seccomp filter could not be installed", errno);
+	if (nhide == 0)
+		return;
+	plan();
+	if (need_mounts)
+		make_mounts(1, geteuid() == 0);
 }
 
 // add_rule lets the Landlock ruleset grant rights beneath path, which fd
@@ -541,7 +537,7 @@ void fs_apply(int in_userns)
 {
 	confining = "filesystem confinement";
 	if (need_mounts)
-		make_mounts(in_userns);
+		make_mounts(in_userns, 1);
 	// Every descriptor made here is close-on-exec: the exec closes them
 	// all, without a system call each.
 	restrict_self();

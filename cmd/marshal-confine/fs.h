@@ -35,9 +35,10 @@ extern struct rule rules[MAX_RULES];
 extern int nrules;
 
 // make_mounts makes the rules' mounts in a mount namespace of their own,
-// and locks them in a user and mount namespace below it. in_userns says
-// whether this process already made its user namespace.
-void make_mounts(int in_userns);
+// and, when lock says so, locks them in a user and mount namespace below
+// it. in_userns says whether this process already made its user
+// namespace.
+void make_mounts(int in_userns, int lock);
 // new_tmpfs returns an unattached, empty tmpfs whose root has mode.
 int new_tmpfs(const char *mode);
 

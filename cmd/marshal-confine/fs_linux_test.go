@@ -89,13 +89,15 @@ func fsAgent() int {
 	try("write_hooks", write(filepath.Join(p.WS, ".git", "hooks", "pre-commit")))
 	try("write_git_config", run("git", "config", "core.hooksPath", "/tmp"))
 	try("git_commit", run("git", "-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-q", "--allow-empty", "-m", "confined"))
-	try("connect_socket", func() error {
-		c, err := net.Dial("unix", p.Socket)
+	dial := func(path string) error {
+		c, err := net.Dial("unix", path)
 		if err == nil {
 			c.Close()
 		}
 		return err
-	}())
+	}
+	try("connect_socket", dial(p.Socket))
+	try("connect_ssh_agent", dial(os.Getenv("SSH_AUTH_SOCK")))
 	try("connect_abstract", func() error {
 		c, err := net.Dial("unix", "@"+p.Abstract)
 		if err == nil {
@@ -131,6 +133,9 @@ type fsFixture struct {
 	base, home, ws, tmp string
 	socket              string
 	abstract            string
+	// sshAgent is a listening socket where ssh-agent puts its own, in a
+	// directory below /tmp that no rule names: SSH_AUTH_SOCK names it.
+	sshAgent string
 }
 
 func newFSFixture(t *testing.T, f fixture) fsFixture {
@@ -182,6 +187,15 @@ func newFSFixture(t *testing.T, f fixture) fsFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	x.sshAgent = filepath.Join(base, "ssh-agent", "agent.1")
+	if err := os.Mkdir(filepath.Dir(x.sshAgent), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	agentLn, err := net.Listen("unix", x.sshAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agentLn.Close() })
 	x.abstract = fmt.Sprintf("marshal-confine-test-%d-%d", os.Getpid(), sockets.Add(1))
 	aln, err := net.Listen("unix", "@"+x.abstract)
 	if err != nil {
@@ -232,7 +246,7 @@ func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.
 	}
 	pr.Home, pr.WS, pr.Socket, pr.Abstract, pr.OutsidePID = x.home, x.ws, x.socket, x.abstract, os.Getpid()
 	p, _ := json.Marshal(pr)
-	cmd.Env = append(os.Environ(), append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)
+	cmd.Env = append(os.Environ(), append([]string{"SSH_AUTH_SOCK=" + x.sshAgent}, append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)...)
 	cmd.Dir = x.ws
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -305,7 +319,7 @@ func TestConfinementHolds(t *testing.T) {
 					}
 				}
 				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file", "write_granted_in_hidden",
-					"grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_abstract",
+					"grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
 					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
 					if res[refused] == "" {
 						t.Errorf("%s succeeded, want it refused", refused)
@@ -350,10 +364,28 @@ func TestNoRulesNoConfinement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket"} {
+	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent"} {
 		if res[ok] != "" {
 			t.Errorf("%s: %s, want it to succeed without rules", ok, res[ok])
 		}
+	}
+}
+
+// The ssh agent's socket is hidden by default only: a rule that names
+// it lets the agent reach it, while the rest holds.
+func TestSSHAgentNamedByARuleIsReachable(t *testing.T) {
+	f := fsSetup(t)
+	x := newFSFixture(t, f)
+	args := append(append([]string{"--network", "host"}, x.rules()...), "--fs", "read:"+x.sshAgent)
+	res, err := runFSAgent(t, f, x, nil, nil, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res["connect_ssh_agent"] != "" {
+		t.Errorf("connect_ssh_agent: %s, want it to succeed: a rule names the socket", res["connect_ssh_agent"])
+	}
+	if res["read_ssh"] == "" || res["connect_socket"] == "" {
+		t.Errorf("read_ssh %q, connect_socket %q: want both refused", res["read_ssh"], res["connect_socket"])
 	}
 }
 

@@ -34,7 +34,7 @@ func main() {
 }
 
 const usage = `usage: marshal-confine exec [--network none|host] [--socket PATH] [--port N] [--attempt ID] [--argv0 NAME] [--output json]
-                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] -- PROGRAM [ARG...]
+                            [--fs-default read|none] [--fs none|read|write[@FIELD]:PATH]... [--tmp PATH] [--hide PATH]... -- PROGRAM [ARG...]
        marshal-confine check [--fs]`
 
 // serve relays the listener's connections to socket, and answers the

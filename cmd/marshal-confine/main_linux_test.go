@@ -32,9 +32,10 @@ const agentEnv = "MARSHAL_NETNS_TEST_AGENT"
 
 // Where the agent tries to connect, set by the test.
 const (
-	envHostAddr  = "MARSHAL_NETNS_TEST_HOST"   // a server on the host's loopback
-	envOtherAddr = "MARSHAL_NETNS_TEST_OTHER"  // a server on another address of the host
-	envBridge    = "MARSHAL_NETNS_TEST_BRIDGE" // the bridge
+	envHostAddr  = "MARSHAL_NETNS_TEST_HOST"     // a server on the host's loopback
+	envOtherAddr = "MARSHAL_NETNS_TEST_OTHER"    // a server on another address of the host
+	envBridge    = "MARSHAL_NETNS_TEST_BRIDGE"   // the bridge
+	envServices  = "MARSHAL_NETNS_TEST_SERVICES" // unix sockets, comma-separated
 )
 
 // seen is what the agent reports.
@@ -61,6 +62,11 @@ type seen struct {
 	// the error of opening it for writing (nothing is written).
 	Nameservers []string
 	ResolvWrite string
+	// Services are the errors of connecting to each of envServices'
+	// sockets, "" where one connected; Unmounts those of unmounting
+	// each, nothing where all failed.
+	Services []string
+	Unmounts []string
 }
 
 func TestMain(m *testing.M) {
@@ -105,6 +111,16 @@ func agent() int {
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_unprivileged_port_start"); err == nil {
 		s.PortStart = strings.TrimSpace(string(b))
 	}
+	if services := os.Getenv(envServices); services != "" {
+		for path := range strings.SplitSeq(services, ",") {
+			s.Services = append(s.Services, dialUnixErr(path))
+		}
+		for path := range strings.SplitSeq(services, ",") {
+			if err := unix.Unmount(path, unix.MNT_DETACH); err == nil {
+				s.Unmounts = append(s.Unmounts, path)
+			}
+		}
+	}
 	s.Host = dialErr(os.Getenv(envHostAddr))
 	s.Other = dialErr(os.Getenv(envOtherAddr))
 	if addr := os.Getenv(envBridge); addr != "" {
@@ -120,6 +136,17 @@ func agent() int {
 	}
 	json.NewEncoder(os.Stdout).Encode(s)
 	return 0
+}
+
+// dialUnixErr returns the error of connecting to the unix socket at
+// path, "" when it connected.
+func dialUnixErr(path string) string {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return err.Error()
+	}
+	c.Close()
+	return ""
 }
 
 // resolvConf returns the nameserver lines of /etc/resolv.conf, and the
@@ -467,6 +494,54 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("the bridge (pid %d) outlived the agent", pid)
 		}
 		return
+	}
+}
+
+// A launch in a network namespace without filesystem rules hides the
+// host's services' sockets it is given (--hide, which marshald gives
+// HostServices): a socket hidden itself, as /run/systemd/private would
+// be, and one in a hidden directory, as /run/user/UID/systemd/private
+// would be, are out of the agent's reach, where the same launch without
+// --hide reaches both; and nobody, root included, unmounts what hides
+// them. With a bridge and without, as root and as an ordinary user.
+func TestHiddenServicesAreOutOfReach(t *testing.T) {
+	f := setup(t)
+	dir, err := os.MkdirTemp(f.dir, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	manager := filepath.Join(dir, "manager")
+	if err := os.Mkdir(manager, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lone, inner := filepath.Join(dir, "private"), filepath.Join(manager, "private")
+	for _, path := range []string{lone, inner} {
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		os.Chmod(path, 0o777)
+	}
+	os.Chmod(dir, 0o755)
+	env := []string{envServices + "=" + lone + "," + inner}
+	networks := map[string][]string{"none": nil, "bridge": {"--socket", upstream(t, f.dir)}}
+	for _, u := range users(t) {
+		for _, network := range []string{"none", "bridge"} {
+			t.Run(u.name+"_network_"+network, func(t *testing.T) {
+				if open := runAgent(t, f, u.cred, env, networks[network]...); !slices.Equal(open.Services, []string{"", ""}) {
+					t.Fatalf("without --hide the agent connected to the services with errors %q, want both connected", open.Services)
+				}
+				s := runAgent(t, f, u.cred, env, append(slices.Clone(networks[network]), "--hide", lone, "--hide", manager)...)
+				if len(s.Services) != 2 || s.Services[0] == "" || s.Services[1] == "" {
+					t.Errorf("with --hide the agent connected to the services with errors %q, want both refused", s.Services)
+				}
+				if len(s.Unmounts) > 0 {
+					t.Errorf("the agent unmounted %q, which hid a service", s.Unmounts)
+				}
+			})
+		}
 	}
 }
 

@@ -243,7 +243,7 @@ static void own_mount_namespace(int in_userns)
 		unsupported("the mount namespace could not be made private", errno);
 }
 
-void make_mounts(int in_userns)
+void make_mounts(int in_userns, int lock)
 {
 	char cwd[PATH_MAX];
 	if (getcwd(cwd, sizeof cwd) == NULL)
@@ -267,7 +267,8 @@ void make_mounts(int in_userns)
 	}
 	// The lock: in a mount namespace owned by a user namespace below the
 	// one that made them, the mounts cannot be unmounted or uncovered.
-	unshare_user(CLONE_NEWNS);
+	if (lock)
+		unshare_user(CLONE_NEWNS);
 	// The working directory is looked up again, among the new mounts.
 	if (cwd[0] == '\0' || chdir(cwd) != 0)
 		if (chdir("/") != 0)

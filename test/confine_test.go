@@ -8,8 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/marshal-dev/marshal/internal/testutil"
 )
@@ -38,6 +41,11 @@ apiVersion: marshal.dev/v1alpha1
 kind: Workspace
 metadata: {name: plain}
 spec: {root: %[1]s, profile: open}
+---
+apiVersion: marshal.dev/v1alpha1
+kind: Workspace
+metadata: {name: sealed}
+spec: {root: %[1]s, profile: open, network: {policy: none}}
 `
 
 type confineEnv struct {
@@ -46,6 +54,13 @@ type confineEnv struct {
 }
 
 func newConfineEnv(t *testing.T, env ...string) *confineEnv {
+	t.Helper()
+	return startConfineEnv(t, nil, env...)
+}
+
+// startConfineEnv is newConfineEnv whose marshald and marshalctl start
+// through spawn, when it is not nil.
+func startConfineEnv(t *testing.T, spawn func(func() error) error, env ...string) *confineEnv {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if out, err := exec.Command(filepath.Join(bin, "marshal-confine"), "check", "--fs").CombinedOutput(); err != nil {
@@ -58,10 +73,10 @@ func newConfineEnv(t *testing.T, env ...string) *confineEnv {
 	if err := os.WriteFile(filepath.Join(e.root, "secret", "key"), []byte("KEY\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.env = env
+	e.env, e.spawn = env, spawn
 	e.write("all.yaml", fmt.Sprintf(confineManifests, e.root, "none"))
 	e.start()
-	e.waitReady("ws", "plain")
+	e.waitReady("ws", "plain", "sealed")
 	return e
 }
 
@@ -132,6 +147,51 @@ func TestConfinementThroughMarshald(t *testing.T) {
 	r = e.runNow("-w", "ws", "--", "sh", "-c", e.probe())
 	wants(t, r.stdout, "KEY", "outside-refused")
 	e.waitSettled(t)
+}
+
+// The host's services are out of an isolated agent's reach. In a mount
+// namespace of the test's own, /run/user/0 (root's runtime directory:
+// the test's marshalctl runs as root) holds the user's service manager
+// (systemd/private) and a keyring. An agent in a network namespace
+// without filesystem rules finds the manager hidden and the keyring
+// there; one under filesystem rules finds the whole runtime directory
+// hidden; one of a profile with neither finds both.
+func TestHostServicesOutOfReachThroughMarshald(t *testing.T) {
+	testutil.RequireRoot(t)
+	runtime := "/run/user/0"
+	ns := newThreadNamespace(t, "a mount namespace with a runtime directory of its own", func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return err
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", "/run/user", "tmpfs", 0, "mode=0755"); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(runtime+"/systemd", 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(runtime+"/systemd/private", []byte("MANAGER\n"), 0o600); err != nil {
+			return err
+		}
+		return os.WriteFile(runtime+"/keyring", []byte("KEYRING\n"), 0o600)
+	})
+	e := startConfineEnv(t, ns.do)
+	probe := "cat " + runtime + "/systemd/private 2>/dev/null || echo manager-hidden; cat " + runtime + "/keyring 2>/dev/null || echo keyring-hidden"
+	for ws, want := range map[string][]string{
+		"plain":  {"MANAGER", "KEYRING"},
+		"sealed": {"manager-hidden", "KEYRING"},
+		"ws":     {"manager-hidden", "keyring-hidden"},
+	} {
+		r := e.runNow("-w", ws, "--", "sh", "-c", probe)
+		if r.code != 0 {
+			t.Fatalf("run -w %s: %+v", ws, r)
+		}
+		if got := strings.Fields(r.stdout); !slices.Equal(got, want) {
+			t.Errorf("an agent of workspace %s said %q, want %q", ws, got, want)
+		}
+	}
 }
 
 // A host that cannot give the rules (simulated: Landlock ABI 1) refuses

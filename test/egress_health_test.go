@@ -81,23 +81,31 @@ func TestEgressAddressTakenIsShown(t *testing.T) {
 	}
 }
 
-// networkNamespace is a network namespace of the test's own, held by one
-// locked thread: what do runs there, a socket it makes and a process it
-// starts, is in the namespace.
-type networkNamespace struct {
+// threadNamespace is a namespace of the test's own, held by one locked
+// thread: what do runs there, a socket it makes and a process it starts,
+// is in the namespace.
+type threadNamespace struct {
 	calls chan func()
 }
 
-func newNetworkNamespace(t *testing.T) *networkNamespace {
+// newNetworkNamespace makes a network namespace of the test's own.
+func newNetworkNamespace(t *testing.T) *threadNamespace {
 	t.Helper()
-	ns := &networkNamespace{calls: make(chan func())}
+	return newThreadNamespace(t, "a network namespace", func() error { return unix.Unshare(unix.CLONE_NEWNET) })
+}
+
+// newThreadNamespace makes what enter makes on a thread of its own, and
+// skips the test, naming what, where it fails.
+func newThreadNamespace(t *testing.T, what string, enter func() error) *threadNamespace {
+	t.Helper()
+	ns := &threadNamespace{calls: make(chan func())}
 	made := make(chan error)
 	done := make(chan struct{})
 	testutil.GoOffMainThread(func() {
 		defer close(done)
 		// Never unlocked: the thread, in the namespace, ends with this
 		// goroutine.
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		if err := enter(); err != nil {
 			made <- err
 			return
 		}
@@ -107,7 +115,7 @@ func newNetworkNamespace(t *testing.T) *networkNamespace {
 		}
 	})
 	if err := <-made; err != nil {
-		t.Skipf("cannot make a network namespace: %v", err)
+		t.Skipf("cannot make %s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		close(ns.calls)
@@ -117,7 +125,7 @@ func newNetworkNamespace(t *testing.T) *networkNamespace {
 }
 
 // do runs f on the namespace's thread.
-func (ns *networkNamespace) do(f func() error) error {
+func (ns *threadNamespace) do(f func() error) error {
 	errc := make(chan error, 1)
 	ns.calls <- func() { errc <- f() }
 	return <-errc

@@ -137,8 +137,10 @@ type ProfileSpec struct {
 	// {}, gives the defaults: the workspace, the launch's private {tmp}
 	// and common tool caches writable; credential stores (~/.ssh, ~/.aws,
 	// ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.git-credentials, ~/.docker,
-	// ~/.kube, ~/.config/gcloud, ~/.azure) and marshald's own config dir,
-	// state dir and sockets hidden; {workspace}/.git/hooks and
+	// ~/.kube, ~/.config/gcloud, ~/.azure), the user's runtime directory,
+	// its ssh agent, the host's service sockets (system bus, service
+	// managers, container engines, resolvers) and marshald's own config
+	// dir, state dir and sockets hidden; {workspace}/.git/hooks and
 	// {workspace}/.git/config read-only. A rule for the same path
 	// overrides a default. A host that cannot enforce the rules refuses
 	// the launch (ISOLATION_UNSUPPORTED). Edits apply to later launches.

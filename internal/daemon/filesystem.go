@@ -16,8 +16,9 @@ import (
 
 // filesystem returns the confinement of a launch of a caller of uid in
 // the workspace rooted at root under fs: its effective rules expanded,
-// then marshald's own config dir, state dir and sockets hidden unless a
-// rule names them. A host that cannot give it is an error wrapping
+// then marshald's own config dir, state dir and sockets, the user's
+// runtime directory and the host's services (isolation.HostServices),
+// hidden unless a rule names them. A host that cannot give it is an error wrapping
 // isolation.ErrUnavailable, so the launch is refused before anything
 // starts.
 func (d *Daemon) filesystem(fs *v1alpha1.FilesystemSpec, root string, uid uint32) (*isolation.Filesystem, error) {
@@ -39,7 +40,8 @@ func (d *Daemon) filesystem(fs *v1alpha1.FilesystemSpec, root string, uid uint32
 		named[p] = true
 		out.Rules = append(out.Rules, isolation.FileRule{Access: string(r.Access), Path: p, Origin: r.Origin})
 	}
-	for _, p := range d.ownPaths() {
+	hidden := append(d.ownPaths(), isolation.RuntimeDir(uid))
+	for _, p := range append(hidden, isolation.HostServices(uid)...) {
 		if !named[p] {
 			out.Rules = append(out.Rules, isolation.FileRule{Access: string(v1alpha1.FileNone), Path: p})
 		}

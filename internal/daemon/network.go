@@ -24,6 +24,11 @@ import (
 //   - otherwise the host's network, with the proxy's TCP address offered
 //     when the profile declares egress.
 //
+// A namespace of their own hides the host's services' sockets too
+// (isolation.HostServices), through which an agent would get out of it:
+// by its profile's filesystem rules where it has some, else by the
+// helper's --hide.
+//
 // A namespace that cannot be had here (no helper, user namespaces
 // disabled) refuses the launch, as does a proxy that does not listen
 // where the launch would reach it: a launch never runs with less than
@@ -31,8 +36,14 @@ import (
 func (d *Daemon) network(w *v1alpha1.Workspace, uid uint32) (launch.Network, error) {
 	prof := d.profile(w.Spec.Profile)
 	n, err := d.networkOnly(w, prof, uid)
-	if err != nil || prof == nil || prof.Spec.Filesystem == nil {
+	if err != nil {
 		return n, err
+	}
+	if prof == nil || prof.Spec.Filesystem == nil {
+		if n.Netns != nil {
+			n.Netns.Hide = isolation.HostServices(uid)
+		}
+		return n, nil
 	}
 	fs, err := d.filesystem(prof.Spec.Filesystem, w.Spec.Root, uid)
 	if err != nil {

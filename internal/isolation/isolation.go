@@ -65,6 +65,9 @@ type Launch struct {
 	// Attempt is the launch's attempt, which a refusal names; "" for
 	// none.
 	Attempt string
+	// Hide are paths hidden from a launch in a network namespace without
+	// Filesystem, which hides them by its rules (HostServices).
+	Hide []string
 }
 
 // Command returns the path and arguments that run path with argv under
@@ -81,6 +84,9 @@ func (l Launch) Command(path string, argv []string) (string, []string) {
 	}
 	if l.Socket != "" {
 		args = append(args, "--socket", l.Socket, "--port", strconv.Itoa(BridgePort))
+	}
+	for _, p := range l.Hide {
+		args = append(args, "--hide", p)
 	}
 	if l.Attempt != "" {
 		args = append(args, "--attempt", l.Attempt)

@@ -34,6 +34,7 @@ type probe struct {
 	Socket     string // a listening unix socket under a none path
 	Abstract   string // a listening abstract unix socket outside the agent
 	OutsidePID int    // a process outside the agent's tree
+	Neighbor   int    // a process of the agent's user outside its tree, in Home
 	Secret     string // a file a rule hides, read as read_secret
 }
 
@@ -80,6 +81,11 @@ func fsAgent() int {
 	try("write_granted_in_hidden", write(filepath.Join(p.Home, ".ssh", "known_hosts")))
 	try("list_ssh", func() error { _, err := os.ReadDir(filepath.Join(p.Home, ".ssh")); return err }())
 	try("read_aws", read(filepath.Join(p.Home, ".aws", "credentials")))
+	// Through a process of the same user outside, whose root is the
+	// host's mount namespace and whose working directory is the home:
+	// Landlock refuses /proc/PID/root and cwd outside the agent's domain.
+	try("read_ssh_via_proc_root", read(fmt.Sprintf("/proc/%d/root%s", p.Neighbor, filepath.Join(p.Home, ".ssh", "id_ed25519"))))
+	try("read_ssh_via_proc_cwd", read(fmt.Sprintf("/proc/%d/cwd/.ssh/id_ed25519", p.Neighbor)))
 	try("read_secret_file", read(filepath.Join(p.Home, ".netrc")))
 	if p.Secret != "" {
 		try("read_secret", read(p.Secret))
@@ -245,6 +251,19 @@ func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.
 		}, argv...)...)
 	}
 	pr.Home, pr.WS, pr.Socket, pr.Abstract, pr.OutsidePID = x.home, x.ws, x.socket, x.abstract, os.Getpid()
+	neighbor := exec.Command("sleep", "3600")
+	if cred != nil {
+		neighbor = exec.Command("setpriv", "--reuid="+strconv.Itoa(int(cred.Uid)), "--regid="+strconv.Itoa(int(cred.Gid)), "--clear-groups", "sleep", "3600")
+	}
+	neighbor.Dir = x.home
+	if err := neighbor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		neighbor.Process.Kill()
+		neighbor.Wait()
+	}()
+	pr.Neighbor = neighbor.Process.Pid
 	p, _ := json.Marshal(pr)
 	cmd.Env = append(os.Environ(), append([]string{"SSH_AUTH_SOCK=" + x.sshAgent}, append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)...)
 	cmd.Dir = x.ws
@@ -319,7 +338,7 @@ func TestConfinementHolds(t *testing.T) {
 					}
 				}
 				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file", "write_granted_in_hidden",
-					"grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
+					"read_ssh_via_proc_root", "read_ssh_via_proc_cwd", "grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
 					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
 					if res[refused] == "" {
 						t.Errorf("%s succeeded, want it refused", refused)
@@ -367,6 +386,17 @@ func TestNoRulesNoConfinement(t *testing.T) {
 	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent"} {
 		if res[ok] != "" {
 			t.Errorf("%s: %s, want it to succeed without rules", ok, res[ok])
+		}
+	}
+	// Without a namespace, a process of the user's outside is open to
+	// it: what TestConfinementHolds sees refused, Landlock refuses.
+	res, err = runFSAgent(t, f, x, nil, nil, "--network", "host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ok := range []string{"read_ssh_via_proc_root", "read_ssh_via_proc_cwd"} {
+		if res[ok] != "" {
+			t.Errorf("%s: %s, want it to succeed without rules or namespaces", ok, res[ok])
 		}
 	}
 }

@@ -119,6 +119,11 @@ func agent() int {
 			if err := unix.Unmount(path, unix.MNT_DETACH); err == nil {
 				s.Unmounts = append(s.Unmounts, path)
 			}
+			// In a user and mount namespace of its own, where it holds
+			// every capability over the mounts' copies.
+			if exec.Command("unshare", "-Urm", "umount", "-l", path).Run() == nil {
+				s.Unmounts = append(s.Unmounts, "unshare:"+path)
+			}
 		}
 	}
 	s.Host = dialErr(os.Getenv(envHostAddr))

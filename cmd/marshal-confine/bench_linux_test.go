@@ -21,7 +21,8 @@ import (
 // compare within a run, not across runs. The confined launches have the
 // default rules of a profile that declares filesystem: {}, on a home
 // where every default credential store exists, so that each is hidden by
-// a mount. helper_exec_only is the floor of any launch helper: the
+// a mount; confine_default_rules_absent's home lacks two of them, whose
+// paths are kept out of the default read. helper_exec_only is the floor of any launch helper: the
 // helper exec'd with nothing to do, one more exec than bare; each
 // *-over-bare-ms metric is what a way adds to bare at the median.
 // MARSHAL_CONFINE_BENCH_BASE names another build of the helper, an
@@ -48,6 +49,16 @@ func BenchmarkExec(b *testing.B) {
 		{name: "confine_default_rules", argv: append(confine("host"), "--", "/bin/true")},
 		{name: "confine_default_rules_netns", argv: append(confine("none"), "--", "/bin/true")},
 	}
+	// A home without two of the credential stores, as most have: the
+	// default read is kept from where they would be made (absent.c).
+	sparse, sparseWS := benchHome(b, b.TempDir())
+	for _, absent := range []string{".azure", ".config/gcloud"} {
+		if err := os.RemoveAll(filepath.Join(sparse, absent)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cases = append(cases, benchCase{name: "confine_default_rules_absent",
+		argv: append(append([]string{f.helper, "exec", "--network", "host"}, defaultRules(sparse, sparseWS, tmp)...), "--", "/bin/true")})
 	if base := os.Getenv("MARSHAL_CONFINE_BENCH_BASE"); base != "" {
 		argv := append([]string{base, "exec", "--network", "host"}, defaultRules(home, ws, tmp)...)
 		cases = append(cases, benchCase{name: "confine_default_rules_base", argv: append(argv, "--", "/bin/true")})
@@ -96,7 +107,7 @@ func BenchmarkExec(b *testing.B) {
 		b.ReportMetric(ms(medians[tc.name]), tc.name+"-p50-ms")
 		b.ReportMetric(ms(percentile(times[i], 90)), tc.name+"-p90-ms")
 	}
-	for _, name := range []string{"helper_exec_only", "confine_default_rules", "confine_default_rules_base", "confine_default_rules_user", "confine_default_rules_user_base", "bwrap_ro_ws_ssh"} {
+	for _, name := range []string{"helper_exec_only", "confine_default_rules", "confine_default_rules_absent", "confine_default_rules_base", "confine_default_rules_user", "confine_default_rules_user_base", "bwrap_ro_ws_ssh"} {
 		if m, ok := medians[name]; ok {
 			b.ReportMetric(ms(m-medians["bare"]), name+"-over-bare-ms")
 		}
@@ -193,7 +204,7 @@ func benchHome(b *testing.B, home string) (string, string) {
 func defaultRules(home, ws, tmp string) []string {
 	args := []string{"--fs-default", "read", "--tmp", tmp}
 	for _, r := range (&v1alpha1.FilesystemSpec{}).Effective() {
-		args = append(args, "--fs", string(r.Access)+":"+r.Path.Expand(home, ws, tmp))
+		args = append(args, "--fs", string(r.Access)+"@"+r.Origin+":"+r.Path.Expand(home, ws, tmp))
 	}
 	// marshald's own paths, as in system mode.
 	return append(args, "--fs", "none:/run/marshal", "--fs", "none:/etc/marshal", "--fs", "none:/var/lib/marshal")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,7 +36,13 @@ type probe struct {
 	Abstract   string // a listening abstract unix socket outside the agent
 	OutsidePID int    // a process outside the agent's tree
 	Neighbor   int    // a process of the agent's user outside its tree, in Home
-	Secret     string // a file a rule hides, read as read_secret
+	// Late are paths made only once the agent runs, which it reads
+	// (late_0, late_1, ...) after it says it runs, on fd 3, and its
+	// standard input ends; late_listed is what it then lists in Home.
+	Late []string
+	// made makes Late, once the agent runs.
+	made   func()
+	Secret string // a file a rule hides, read as read_secret
 }
 
 func fsAgent() int {
@@ -123,6 +130,21 @@ func fsAgent() int {
 		}
 		return nil
 	}())
+	if len(p.Late) > 0 {
+		ready := os.NewFile(3, "ready")
+		ready.Write([]byte{1})
+		ready.Close()
+		io.Copy(io.Discard, os.Stdin)
+		for i, path := range p.Late {
+			try(fmt.Sprintf("late_%d", i), read(path))
+		}
+		entries, _ := os.ReadDir(p.Home)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		res["late_listed"] = strings.Join(names, " ")
+	}
 	nnp, _ := os.ReadFile("/proc/self/status")
 	res["no_new_privs"] = "0"
 	if bytes.Contains(nnp, []byte("NoNewPrivs:\t1")) {
@@ -223,7 +245,7 @@ func (x fsFixture) rules() []string {
 	args := []string{"--fs-default", "read", "--tmp", x.tmp}
 	for _, r := range []string{
 		"write:" + x.ws, "write:" + x.tmp, "write:/dev/null", "write:/dev/tty",
-		"none:" + x.home + "/.ssh", "none:" + x.home + "/.aws", "none:" + x.home + "/.netrc",
+		"none@default:" + x.home + "/.ssh", "none@default:" + x.home + "/.aws", "none@default:" + x.home + "/.netrc",
 		"read:" + x.ws + "/.git/hooks", "read:" + x.ws + "/.git/config",
 		// Granted beneath a hidden directory: bound back into it.
 		"read:" + x.home + "/.ssh/known_hosts",
@@ -267,15 +289,38 @@ func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.
 	p, _ := json.Marshal(pr)
 	cmd.Env = append(os.Environ(), append([]string{"SSH_AUTH_SOCK=" + x.sshAgent}, append(env, fsAgentEnv+"=1", fsProbeEnv+"="+string(p), "HOME="+x.home)...)...)
 	cmd.Dir = x.ws
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var ready *os.File
+	var stdin io.WriteCloser
+	if pr.made != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cmd.ExtraFiles, ready = []*os.File{w}, r
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if ready != nil {
+		cmd.ExtraFiles[0].Close()
+		// Nothing comes back from an agent that never ran.
+		if _, err := ready.Read(make([]byte, 1)); err == nil {
+			pr.made()
+		}
+		stdin.Close()
+	}
+	if err := cmd.Wait(); err != nil {
 		return nil, fmt.Errorf("%w: %s", err, stderr.Bytes())
 	}
 	var res map[string]string
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("the agent said %q: %v", out, err)
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("the agent said %q: %v", stdout.Bytes(), err)
 	}
 	return res, nil
 }
@@ -416,6 +461,64 @@ func TestSSHAgentNamedByARuleIsReachable(t *testing.T) {
 	}
 	if res["read_ssh"] == "" || res["connect_socket"] == "" {
 		t.Errorf("read_ssh %q, connect_socket %q: want both refused", res["read_ssh"], res["connect_socket"])
+	}
+}
+
+// A none path absent at launch stays unreadable when somebody makes it
+// while the agent runs, as does what is made then directly in a
+// directory on the way to it (the home), which the agent still lists;
+// what existed at launch stays readable. A rule without an origin
+// (marshald's own paths, the host's services: sockets) leaves the
+// default read as it is, and the agent reads both. As root and as an
+// ordinary user.
+func TestAbsentNonePathMadeLaterStaysUnreadable(t *testing.T) {
+	f := fsSetup(t)
+	for _, u := range users(t) {
+		for _, origin := range []string{"@default", ""} {
+			t.Run(u.name+"_origin_"+strings.TrimPrefix(origin, "@"), func(t *testing.T) {
+				x := newFSFixture(t, f)
+				aws := filepath.Join(x.home, ".aws")
+				if err := os.RemoveAll(aws); err != nil {
+					t.Fatal(err)
+				}
+				late := []string{filepath.Join(aws, "credentials"), filepath.Join(x.home, "late.txt")}
+				pr := probe{Late: late, made: func() {
+					os.Mkdir(aws, 0o755)
+					for _, path := range late {
+						if err := os.WriteFile(path, []byte("made later"), 0o644); err != nil {
+							t.Error(err)
+						}
+					}
+				}}
+				var args []string
+				for _, a := range append([]string{"--network", "host"}, x.rules()...) {
+					args = append(args, strings.Replace(a, "none@default:"+aws, "none"+origin+":"+aws, 1))
+				}
+				res, err := runFSAgentProbe(t, f, x, pr, u.cred, nil, args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if origin == "" {
+					if res["late_0"] != "" || res["late_1"] != "" {
+						t.Errorf("late_0 %q, late_1 %q: want both read, the default read unchanged", res["late_0"], res["late_1"])
+					}
+					return
+				}
+				for _, refused := range []string{"late_0", "late_1", "read_ssh"} {
+					if res[refused] == "" {
+						t.Errorf("%s succeeded, want it refused", refused)
+					}
+				}
+				for _, ok := range []string{"read_home", "write_workspace_root", "git_commit", "read_granted_in_hidden"} {
+					if res[ok] != "" {
+						t.Errorf("%s: %s, want it to succeed", ok, res[ok])
+					}
+				}
+				if listed := strings.Fields(res["late_listed"]); !slices.Contains(listed, ".aws") || !slices.Contains(listed, "late.txt") {
+					t.Errorf("the home lists %q, want .aws and late.txt in it", listed)
+				}
+			})
+		}
 	}
 }
 

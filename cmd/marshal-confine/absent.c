@@ -113,14 +113,10 @@ static char *nearest(const char *path)
 			return NULL;
 		if (fd < 0)
 			continue;
-		char link[32], real[PATH_MAX];
-		snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-		ssize_t n = readlink(link, real, sizeof real - 1);
+		char real[PATH_MAX];
+		int named = fd_name(fd, real, sizeof real);
 		close(fd);
-		if (n <= 0 || real[0] != '/')
-			return NULL;
-		real[n] = '\0';
-		return strdup(real);
+		return named ? strdup(real) : NULL;
 	}
 	return NULL;
 }

@@ -162,7 +162,7 @@ static int beneath(const struct rule *a, const struct rule *b)
 
 // fd_name is the name of what fd holds, as /proc says it; 0 when it
 // cannot say.
-static int fd_name(int fd, char *buf, size_t size)
+int fd_name(int fd, char *buf, size_t size)
 {
 	char link[32];
 	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);

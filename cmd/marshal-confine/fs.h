@@ -39,6 +39,9 @@ extern int nrules;
 // it. in_userns says whether this process already made its user
 // namespace.
 void make_mounts(int in_userns, int lock);
+// fd_name puts the name of what fd holds, as /proc says it, in buf; 0
+// when it cannot say.
+int fd_name(int fd, char *buf, size_t size);
 // new_tmpfs returns an unattached, empty tmpfs whose root has mode.
 int new_tmpfs(const char *mode);
 

@@ -162,12 +162,21 @@ static void grant_entries(int ruleset, uint64_t handled, const char *dir)
 		int n = snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, e->d_name);
 		if (n < 0 || (size_t)n >= sizeof path || is_split(path))
 			continue;
-		struct stat st;
 		int child = openat(fd, e->d_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (child < 0)
 			continue; // gone meanwhile, or out of reach: nothing to grant
-		if (fstat(child, &st) == 0 && !S_ISLNK(st.st_mode))
-			add_rule(ruleset, handled, path, child, S_ISDIR(st.st_mode), READ_RIGHTS);
+		int grant = 1, isdir = e->d_type == DT_DIR;
+		if (e->d_type == DT_UNKNOWN) {
+			struct stat st;
+			grant = fstat(child, &st) == 0 && !S_ISLNK(st.st_mode);
+			isdir = grant && S_ISDIR(st.st_mode);
+		}
+		// An entry Landlock takes no rule on (a namespace file bound
+		// there) stays ungranted: narrower, never wider.
+		if (grant)
+			try_rule(ruleset, handled, child, isdir, READ_RIGHTS);
+		// Closed at once: a directory of thousands of entries would
+		// otherwise run out of descriptors.
 		close(child);
 	}
 	closedir(d);

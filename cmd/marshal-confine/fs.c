@@ -445,12 +445,18 @@ void hide_paths(void)
 		make_mounts(1, geteuid() == 0);
 }
 
-// add_rule lets the Landlock ruleset grant rights beneath path, which fd
-// holds: Landlock grants to the inode, the same in every mount of it.
-void add_rule(int ruleset, uint64_t handled, const char *path, int fd, int isdir, uint64_t rights)
+// try_rule lets the Landlock ruleset grant rights beneath what fd holds
+// (Landlock grants to the inode, the same in every mount of it); -1,
+// errno set, where Landlock takes no rule on it.
+int try_rule(int ruleset, uint64_t handled, int fd, int isdir, uint64_t rights)
 {
 	struct ll_path_beneath_attr pb = {.allowed_access = rights & handled & (isdir ? ~0ULL : FILE_RIGHTS), .parent_fd = fd};
-	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0) != 0) {
+	return (int)syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &pb, 0);
+}
+
+void add_rule(int ruleset, uint64_t handled, const char *path, int fd, int isdir, uint64_t rights)
+{
+	if (try_rule(ruleset, handled, fd, isdir, rights) != 0) {
 		char what[PATH_MAX + 64];
 		snprintf(what, sizeof what, "a Landlock rule could not be added for %s", path);
 		unsupported(what, errno);

@@ -50,8 +50,10 @@ struct ll_path_beneath_attr {
 	LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO | LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE)
 #define FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE)
 
-// add_rule lets the Landlock ruleset grant rights beneath path, which fd
-// holds, refusing the launch where it cannot; isdir says what fd holds.
+// try_rule lets the Landlock ruleset grant rights beneath what fd holds,
+// a directory when isdir says so; -1 where Landlock takes no rule on it.
+int try_rule(int ruleset, uint64_t handled, int fd, int isdir, uint64_t rights);
+// add_rule is try_rule for path, refusing the launch where it fails.
 void add_rule(int ruleset, uint64_t handled, const char *path, int fd, int isdir, uint64_t rights);
 // grant_default_read grants the default read (see absent.c).
 void grant_default_read(int ruleset, uint64_t handled);

@@ -135,7 +135,7 @@ type ProfileSpec struct {
 	// read and write, enforced by the kernel for each agent's whole
 	// process tree from before its first instruction. Declaring it, even
 	// {}, gives the defaults: the workspace, the launch's private {tmp}
-	// and common tool caches writable; credential stores (~/.ssh, ~/.aws,
+	// and /dev/shm, and common tool caches writable; credential stores (~/.ssh, ~/.aws,
 	// ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.git-credentials, ~/.docker,
 	// ~/.kube, ~/.config/gcloud, ~/.azure), the user's runtime directory,
 	// its ssh agent, the host's service sockets (system bus, service

@@ -17,7 +17,8 @@
 //     cannot be unmounted or uncovered from inside, and Landlock forbids
 //     mounting and unmounting to the agent altogether (see mounts.c).
 //   - the ssh agent's socket (SSH_AUTH_SOCK) is hidden like the keys it
-//     holds, unless a rule names it.
+//     holds, unless a rule names it; /dev/shm is a writable tmpfs of the
+//     agent's own, unless a rule names it.
 //   - no_new_privs (setuid programs gain nothing), and a seccomp filter
 //     refuses TIOCSTI and TIOCLINUX, which push input into a terminal
 //     (seccomp.c).
@@ -66,6 +67,7 @@ static int fs_default = -1;
 static const char *tmpdir;
 static int abi;
 static int need_mounts;
+int want_shm;
 
 static int access_of(const char *s, size_t n)
 {
@@ -430,6 +432,12 @@ void fs_prepare(void)
 	}
 	hide_ssh_agent();
 	plan();
+	// A /dev/shm of the agent's own, writable, unless a rule names it.
+	want_shm = 1;
+	for (int i = 0; i < nrules; i++)
+		if (strcmp(rules[i].path, "/dev/shm") == 0)
+			want_shm = 0;
+	need_mounts |= want_shm;
 }
 
 // hide_paths hides the --hide paths of a launch in a network namespace
@@ -485,6 +493,8 @@ static void restrict_self(void)
 		if (r->real && r->access != FS_NONE)
 			add_rule(rs, handled, r->real, r->found, r->isdir, r->access == FS_WRITE ? WRITE_RIGHTS : READ_RIGHTS);
 	}
+	if (shm_fd >= 0)
+		add_rule(rs, handled, "/dev/shm", shm_fd, 1, WRITE_RIGHTS);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		unsupported("no_new_privs could not be set", errno);
 	no_tiocsti();

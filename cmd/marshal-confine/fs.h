@@ -33,6 +33,10 @@ struct rule {
 // The rules, ancestors first once planned.
 extern struct rule rules[MAX_RULES];
 extern int nrules;
+// want_shm says the agent gets a /dev/shm of its own; shm_fd is its root
+// once mounted, -1 until then.
+extern int want_shm;
+extern int shm_fd;
 
 // make_mounts makes the rules' mounts in a mount namespace of their own,
 // and, when lock says so, locks them in a user and mount namespace below

@@ -41,8 +41,10 @@ type probe struct {
 	// standard input ends; late_listed is what it then lists in Home.
 	Late []string
 	// made makes Late, once the agent runs.
-	made   func()
-	Secret string // a file a rule hides, read as read_secret
+	made     func()
+	Secret   string // a file a rule hides, read as read_secret
+	HostShm  string // a file in the host's /dev/shm, read as read_host_shm
+	AgentShm string // where in /dev/shm the agent writes, as write_shm
 }
 
 func fsAgent() int {
@@ -81,6 +83,8 @@ func fsAgent() int {
 	try("write_workspace_deep", write(filepath.Join(p.WS, "src", "main.go")))
 	try("write_tmp", write(filepath.Join(os.Getenv("TMPDIR"), "scratch")))
 	try("write_home", write(filepath.Join(p.Home, "planted")))
+	try("write_shm", write(p.AgentShm))
+	try("read_host_shm", read(p.HostShm))
 	try("write_etc", write("/etc/marshal-confine-test"))
 	try("read_home", read(filepath.Join(p.Home, "notes.txt")))
 	try("read_ssh", read(filepath.Join(p.Home, ".ssh", "id_ed25519")))
@@ -161,6 +165,9 @@ type fsFixture struct {
 	base, home, ws, tmp string
 	socket              string
 	abstract            string
+	// hostShm is a file in the host's /dev/shm; agentShm where the agent
+	// writes one.
+	hostShm, agentShm string
 	// sshAgent is a listening socket where ssh-agent puts its own, in a
 	// directory below /tmp that no rule names: SSH_AUTH_SOCK names it.
 	sshAgent string
@@ -224,6 +231,16 @@ func newFSFixture(t *testing.T, f fixture) fsFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agentLn.Close() })
+	x.hostShm = fmt.Sprintf("/dev/shm/marshal-confine-test-%d-%d", os.Getpid(), sockets.Add(1))
+	x.agentShm = x.hostShm + "-agent"
+	if err := os.WriteFile(x.hostShm, []byte("host segment"), 0o666); err != nil {
+		t.Skipf("needs /dev/shm: %v", err)
+	}
+	os.Chmod(x.hostShm, 0o666)
+	t.Cleanup(func() {
+		os.Remove(x.hostShm)
+		os.Remove(x.agentShm)
+	})
 	x.abstract = fmt.Sprintf("marshal-confine-test-%d-%d", os.Getpid(), sockets.Add(1))
 	aln, err := net.Listen("unix", "@"+x.abstract)
 	if err != nil {
@@ -273,6 +290,7 @@ func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.
 		}, argv...)...)
 	}
 	pr.Home, pr.WS, pr.Socket, pr.Abstract, pr.OutsidePID = x.home, x.ws, x.socket, x.abstract, os.Getpid()
+	pr.HostShm, pr.AgentShm = x.hostShm, x.agentShm
 	neighbor := exec.Command("sleep", "3600")
 	if cred != nil {
 		neighbor = exec.Command("setpriv", "--reuid="+strconv.Itoa(int(cred.Uid)), "--regid="+strconv.Itoa(int(cred.Gid)), "--clear-groups", "sleep", "3600")
@@ -377,13 +395,13 @@ func TestConfinementHolds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, ok := range []string{"write_workspace_root", "write_workspace_deep", "write_tmp", "read_home", "git_commit", "read_granted_in_hidden"} {
+				for _, ok := range []string{"write_workspace_root", "write_workspace_deep", "write_tmp", "write_shm", "read_home", "git_commit", "read_granted_in_hidden"} {
 					if res[ok] != "" {
 						t.Errorf("%s: %s, want it to succeed", ok, res[ok])
 					}
 				}
 				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file", "write_granted_in_hidden",
-					"read_ssh_via_proc_root", "read_ssh_via_proc_cwd", "grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
+					"read_ssh_via_proc_root", "read_ssh_via_proc_cwd", "read_host_shm", "grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
 					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
 					if res[refused] == "" {
 						t.Errorf("%s succeeded, want it refused", refused)
@@ -407,6 +425,9 @@ func TestConfinementHolds(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(x.home, "planted")); err == nil {
 					t.Errorf("a file was planted in the home")
 				}
+				if _, err := os.Stat(x.agentShm); err == nil {
+					t.Errorf("the agent's /dev/shm segment is in the host's /dev/shm: want a /dev/shm of its own")
+				}
 				if _, err := os.Stat(filepath.Join(x.ws, "new-file")); err != nil {
 					t.Errorf("the workspace's new file is not on the host: %v", err)
 				}
@@ -428,7 +449,7 @@ func TestNoRulesNoConfinement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent"} {
+	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent", "write_shm", "read_host_shm"} {
 		if res[ok] != "" {
 			t.Errorf("%s: %s, want it to succeed without rules", ok, res[ok])
 		}

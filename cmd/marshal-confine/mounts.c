@@ -3,8 +3,9 @@
 // The mounts of filesystem confinement (see fs.c): a none path hidden by
 // an empty read-only directory or file, a read path inside a write tree
 // bound read-only onto itself, a granted path inside a hidden or
-// read-only one bound back, all in a private mount namespace, then
-// locked by a second user and mount namespace.
+// read-only one bound back, and a /dev/shm of the agent's own, all in a
+// private mount namespace, then locked by a second user and mount
+// namespace.
 //
 // A netns launch with a bridge mounts its resolver's /etc/resolv.conf
 // here too (mount_resolver).
@@ -56,20 +57,45 @@ static int move_onto(int from, int to)
 	return (int)syscall(SYS_move_mount, from, "", to, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 }
 
-int new_tmpfs(const char *mode)
+// make_tmpfs returns an unattached, empty tmpfs whose root has mode,
+// of size (NULL: the kernel's default, half the memory, charged to the
+// agent's cgroup as it fills), with the mount attributes attrs.
+static int make_tmpfs(const char *mode, const char *size, unsigned int attrs)
 {
 	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return -1;
 	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", mode, 0) != 0 ||
-	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "64k", 0) != 0 ||
+	    (size && syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) != 0) ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0) {
 		close(fs);
 		return -1;
 	}
-	int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
 	close(fs);
 	return m;
+}
+
+int new_tmpfs(const char *mode)
+{
+	return make_tmpfs(mode, "64k", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
+
+int shm_fd = -1;
+
+// private_shm mounts a tmpfs of the agent's own on /dev/shm, where POSIX
+// shared memory and semaphores live (Python's multiprocessing, Chromium,
+// test databases): the agent may make them, while the host's, other
+// processes' segments, stay out of its reach.
+static void private_shm(void)
+{
+	int to = open("/dev/shm", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (to < 0)
+		return; // no /dev/shm: nothing here uses one
+	shm_fd = make_tmpfs("1777", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (shm_fd < 0 || move_onto(shm_fd, to) != 0)
+		unsupported("a /dev/shm of the agent's own could not be mounted", errno);
+	close(to);
 }
 
 // The veil's entries: an empty directory and an empty file, both of mode
@@ -265,6 +291,8 @@ void make_mounts(int in_userns, int lock)
 			unsupported(what, errno);
 		}
 	}
+	if (want_shm)
+		private_shm();
 	// The lock: in a mount namespace owned by a user namespace below the
 	// one that made them, the mounts cannot be unmounted or uncovered.
 	if (lock)

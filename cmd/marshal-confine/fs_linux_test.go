@@ -45,6 +45,7 @@ type probe struct {
 	Secret   string // a file a rule hides, read as read_secret
 	HostShm  string // a file in the host's /dev/shm, read as read_host_shm
 	AgentShm string // where in /dev/shm the agent writes, as write_shm
+	SysvID   int    // a System V shared memory segment outside, attached as sysv_shm_outside
 }
 
 func fsAgent() int {
@@ -85,6 +86,13 @@ func fsAgent() int {
 	try("write_home", write(filepath.Join(p.Home, "planted")))
 	try("write_shm", write(p.AgentShm))
 	try("read_host_shm", read(p.HostShm))
+	try("sysv_shm_outside", func() error {
+		b, err := unix.SysvShmAttach(p.SysvID, 0, 0)
+		if err == nil {
+			unix.SysvShmDetach(b)
+		}
+		return err
+	}())
 	try("write_etc", write("/etc/marshal-confine-test"))
 	try("read_home", read(filepath.Join(p.Home, "notes.txt")))
 	try("read_ssh", read(filepath.Join(p.Home, ".ssh", "id_ed25519")))
@@ -168,6 +176,9 @@ type fsFixture struct {
 	// hostShm is a file in the host's /dev/shm; agentShm where the agent
 	// writes one.
 	hostShm, agentShm string
+	// sysvID is a System V shared memory segment outside the agent,
+	// which every user may attach.
+	sysvID int
 	// sshAgent is a listening socket where ssh-agent puts its own, in a
 	// directory below /tmp that no rule names: SSH_AUTH_SOCK names it.
 	sshAgent string
@@ -241,6 +252,11 @@ func newFSFixture(t *testing.T, f fixture) fsFixture {
 		os.Remove(x.hostShm)
 		os.Remove(x.agentShm)
 	})
+	x.sysvID, err = unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.SysvShmCtl(x.sysvID, unix.IPC_RMID, nil) })
 	x.abstract = fmt.Sprintf("marshal-confine-test-%d-%d", os.Getpid(), sockets.Add(1))
 	aln, err := net.Listen("unix", "@"+x.abstract)
 	if err != nil {
@@ -290,7 +306,7 @@ func runFSAgentProbe(t *testing.T, f fixture, x fsFixture, pr probe, cred *unix.
 		}, argv...)...)
 	}
 	pr.Home, pr.WS, pr.Socket, pr.Abstract, pr.OutsidePID = x.home, x.ws, x.socket, x.abstract, os.Getpid()
-	pr.HostShm, pr.AgentShm = x.hostShm, x.agentShm
+	pr.HostShm, pr.AgentShm, pr.SysvID = x.hostShm, x.agentShm, x.sysvID
 	neighbor := exec.Command("sleep", "3600")
 	if cred != nil {
 		neighbor = exec.Command("setpriv", "--reuid="+strconv.Itoa(int(cred.Uid)), "--regid="+strconv.Itoa(int(cred.Gid)), "--clear-groups", "sleep", "3600")
@@ -401,7 +417,7 @@ func TestConfinementHolds(t *testing.T) {
 					}
 				}
 				for _, refused := range []string{"write_home", "write_etc", "read_ssh", "read_aws", "read_secret_file", "write_granted_in_hidden",
-					"read_ssh_via_proc_root", "read_ssh_via_proc_cwd", "read_host_shm", "grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
+					"read_ssh_via_proc_root", "read_ssh_via_proc_cwd", "read_host_shm", "sysv_shm_outside", "grandchild_read_ssh", "write_hooks", "write_git_config", "connect_socket", "connect_ssh_agent", "connect_abstract",
 					"signal_outside", "umount", "unshare_and_umount", "mount_over", "tiocsti"} {
 					if res[refused] == "" {
 						t.Errorf("%s succeeded, want it refused", refused)
@@ -449,7 +465,7 @@ func TestNoRulesNoConfinement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent", "write_shm", "read_host_shm"} {
+	for _, ok := range []string{"write_home", "read_ssh", "write_hooks", "connect_socket", "connect_ssh_agent", "write_shm", "read_host_shm", "sysv_shm_outside"} {
 		if res[ok] != "" {
 			t.Errorf("%s: %s, want it to succeed without rules", ok, res[ok])
 		}

@@ -589,9 +589,9 @@ func TestRefusedWhereNamespacesCannotBeMade(t *testing.T) {
 		{"check", noUserNS, []string{"check"},
 			"ISOLATION_UNSUPPORTED: netns isolation unavailable: the user namespace limit is reached"},
 		{"resolver", noMountNS, []string{"exec", "--socket", socket, "--", "touch", marker},
-			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount namespace could not be made (errno 28)\n"},
+			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount and IPC namespace could not be made (errno 28)\n"},
 		{"check resolver", noMountNS, []string{"check"},
-			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount namespace could not be made"},
+			"ISOLATION_UNSUPPORTED: netns isolation unavailable: a mount and IPC namespace could not be made"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("unshare", append([]string{"--user", "--map-root-user", "sh", "-c", tc.script, f.helper}, tc.args...)...)

@@ -252,18 +252,21 @@ static int mount_rule(struct rule *r)
 }
 
 // own_mount_namespace moves this process into a private mount namespace
-// of its own. Root makes it without a user namespace when it may: the
-// lock below needs one anyway, and each costs a launch.
+// of its own, and an IPC namespace of its own: the System V shared
+// memory, semaphores and message queues and the POSIX message queues of
+// processes outside are then out of the agent's reach, as abstract
+// sockets and signals are. Root makes them without a user namespace
+// when it may: the lock below needs one anyway, and each costs a launch.
 static void own_mount_namespace(int in_userns)
 {
 	static int made;
 	if (made++)
 		return;
 	if (in_userns) {
-		if (unshare(CLONE_NEWNS) != 0)
-			unsupported("a mount namespace could not be made", errno);
-	} else if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0) {
-		unshare_user(CLONE_NEWNS);
+		if (unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0)
+			unsupported("a mount and IPC namespace could not be made", errno);
+	} else if (geteuid() != 0 || unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0) {
+		unshare_user(CLONE_NEWNS | CLONE_NEWIPC);
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		unsupported("the mount namespace could not be made private", errno);
